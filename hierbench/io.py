@@ -21,8 +21,8 @@ saved compact by default: the per-observation groups (``log_likelihood``,
 draws times observations, are left out unless asked for with ``groups="all"``
 or by name, and every variable is compressed (zlib in netCDF, zstd in zarr).
 
-A saved fit is plain ArviZ: ``xr.open_datatree("fit.nc")`` alone opens it and
-arviz-plots and arviz-stats work on it. ArviZ's own list attrs (``sample_dims``)
+A saved fit is plain ArviZ: ``xr.load_datatree("fit.nc")`` alone reads it (and
+closes the file) and arviz-plots and arviz-stats work on it. ArviZ's own list attrs (``sample_dims``)
 are written as lists, never as JSON text; how :func:`load_fit` restores the
 attrs a file cannot hold exactly is one JSON root attr (``hierbench_attr_kinds``),
 so the groups ArviZ reads carry no hierbench key.
@@ -42,7 +42,11 @@ variable (Python objects for PyMC's coordinate labels, numpy text of a given
 width otherwise) in a second JSON root attr (``hierbench_layout``), and
 :func:`load_fit` puts both back: summaries list their rows, and plots their
 panels, in the same order as for the fresh fit. In a file without that attr,
-text read as ``StringDType`` comes back as numpy text.
+text read as ``StringDType`` comes back as numpy text. :func:`save_dataset`
+records the same layout for a dataset and :func:`load_dataset` restores it: text
+held as Python objects (an eval dataset's clusters, a result's ``ci_flag``) comes
+back as objects, not as numpy text as wide as its longest label, which would cut
+a longer label written into it later.
 """
 
 from __future__ import annotations
@@ -154,12 +158,23 @@ def _encode_attrs(attrs: dict, *, native_lists: bool) -> tuple[dict, dict[str, s
     return out, kinds
 
 
+def _layout_of(ds: xr.Dataset) -> dict:
+    """The order of ``ds``'s variables, which are coords, and each text variable's dtype (:data:`_LAYOUT_MARK`)."""
+    return {
+        "vars": [str(v) for v in ds.variables],
+        "coords": [str(c) for c in ds.coords],
+        "text": {str(v): ds[v].dtype.str for v in ds.variables if ds[v].dtype.kind in "OU"},
+    }
+
+
 def _encode(ds: xr.Dataset) -> xr.Dataset:
-    """An eval dataset ready for netCDF: its JSON attrs listed in its own marker attr."""
+    """An eval dataset ready for netCDF: its JSON attrs listed in its own marker attr, its layout in another."""
+    layout = _layout_of(ds)
     ds = _encode_vars(ds)
     ds.attrs, kinds = _encode_attrs(dict(ds.attrs), native_lists=False)
     if kinds:
         ds.attrs[_JSON_MARK] = json.dumps(sorted(kinds))
+    ds.attrs[_LAYOUT_MARK] = json.dumps(layout)
     return ds
 
 
@@ -307,7 +322,9 @@ def load_dataset(path: str | os.PathLike) -> xr.Dataset:
     -------
     xarray.Dataset
         The dataset as saved, boolean variables and list or dict attrs
-        restored; a missing text label reads back as NaN, a boolean attr as 0/1.
+        restored, each text variable in the dtype it had (Python objects stay
+        objects: numpy text of a fixed width would cut an edit to its width);
+        a missing text label reads back as NaN, a boolean attr as 0/1.
     """
     path = Path(path)
     if not path.exists():
@@ -325,7 +342,8 @@ def load_dataset(path: str | os.PathLike) -> xr.Dataset:
             f"{str(path)!r} is a saved fit (groups {', '.join(groups)}), not an eval dataset: read "
             "it with hierbench.io.load_fit, or report it with `hierbench report FIT --data LOG`"
         )
-    return _decode(ds)
+    layout = json.loads(ds.attrs.pop(_LAYOUT_MARK, "{}"))
+    return _restore_layout(_decode(ds), layout)
 
 
 def _netcdf_groups(path: Path) -> list[str]:
@@ -447,11 +465,7 @@ def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
     nodes, kinds, layout = {}, {}, {}
     for node in tree.subtree:
         ds = node.to_dataset(inherit=False)
-        layout[node.path] = {
-            "vars": [str(v) for v in ds.variables],
-            "coords": [str(c) for c in ds.coords],
-            "text": {str(v): ds[v].dtype.str for v in ds.variables if ds[v].dtype.kind in "OU"},
-        }
+        layout[node.path] = _layout_of(ds)
         ds = _encode_vars(ds)
         ds.attrs, k = _encode_attrs(dict(node.attrs), native_lists=True)
         nodes[node.path] = ds

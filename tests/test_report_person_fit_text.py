@@ -43,7 +43,8 @@ def test_slope_interval_says_level_and_wald(prob):
     # Firth's estimate is ML's shrunk by O(1/n): within 0.03 of it on 300 tasks (2-decimal printing adds 0.005)
     assert est == pytest.approx(b, abs=0.03)
     assert lo == pytest.approx(slo, abs=0.03) and hi == pytest.approx(shi, abs=0.03)
-    assert "log sd" not in text and "the sd of their log slopes beyond their standard errors, tau" in text
+    flat = " ".join(text.split())  # the repr wraps its long lines near 100 columns
+    assert "log sd" not in flat and "the sd of their log slopes beyond their standard errors, tau" in flat
 
 
 def test_report_flag_names_wald_interval():

@@ -78,7 +78,10 @@ from ._results import Result
 from ._results import _shown_cells as _shown_cells
 from ._results import field_alias
 from ._results import fit_record as fit_record
+from ._results import input_label as input_label  # a paired result's two agents
+from ._results import json_ready as json_ready  # a result's and a bank's attrs
 from ._results import settle_trend
+from ._results import wrap_repr as wrap_repr
 from ._warnings import OUTSIDE_PACKAGE as OUTSIDE_PACKAGE
 from ._warnings import BoundaryWarning as BoundaryWarning
 from ._warnings import ExtrapolatedHorizonWarning as ExtrapolatedHorizonWarning

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import operator
 from collections.abc import Mapping
@@ -22,6 +23,7 @@ import xarray as xr
 from ._intervals import interval_label
 from ._warnings import ExtrapolatedHorizonWarning
 from ._warnings import HierbenchError
+from ._warnings import HierbenchWarning
 from ._warnings import UndefinedWarning
 from ._warnings import warn_user
 
@@ -48,6 +50,40 @@ def _shown_cells(n: int) -> list[int]:
     return list(range(n)) if n <= 8 else [*range(5), *range(n - 2, n)]
 
 
+#: the column a result's repr lines are wrapped at (:func:`wrap_repr`)
+REPR_WIDTH = 100
+
+
+def wrap_repr(lines: list[str], width: int = REPR_WIDTH) -> list[str]:
+    """``lines`` with each one longer than ``width`` broken at spaces, its continuations indented 2 more.
+
+    The one rule for a repr's long sentences (a table's lines, shorter, pass as they are).
+
+    Examples
+    --------
+    >>> wrap_repr(["  head: " + "word " * 12], width=30)
+    ['  head: word word word word', '    word word word word word', '    word word word']
+    """
+    import textwrap
+
+    out = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        lead = line[: len(line) - len(line.lstrip(" "))]
+        out += textwrap.wrap(line.strip(), width=width, initial_indent=lead, subsequent_indent=lead + "  ",
+                             break_long_words=False, break_on_hyphens=False)  # fmt: skip
+    return out
+
+
+class _Unknown(dict):
+    """Format keys a label names but the result does not hold read ``?``."""
+
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
 class Result:
     """Base of every hierbench result: a point ``estimate`` and its interval ``ci``.
 
@@ -64,6 +100,9 @@ class Result:
 
     #: fields left out of :meth:`to_dataset` and :meth:`to_frame` (raw resamples and the like)
     _dataset_exclude: ClassVar[tuple[str, ...]] = ()
+    #: the other fields :meth:`to_dataset` does not hold under their own name, each with the reason
+    #: (an object it cannot store, or a field it holds in another form); every other field is saved
+    _not_saved: ClassVar[Mapping[str, str]] = {}
     #: plain fields the repr's first line names (e.g. an effect's variable and scale)
     _title_fields: ClassVar[tuple[str, ...]] = ()
     #: what the repr's first line calls the estimate when no title field names it (e.g. its unit)
@@ -84,42 +123,81 @@ class Result:
         return [n for n in names if not n.startswith("_")]
 
     def to_dataset(self) -> xr.Dataset:
-        """Every DataArray field as one :class:`xarray.Dataset` (``estimate`` and ``ci`` first).
+        """The whole result as one :class:`xarray.Dataset`, so that a saved result keeps what it holds.
 
-        The plain fields (a stop reason, flags, a p-value, a count) go into its
-        attrs (``_plain_attrs``), so a saved result keeps them.
+        Every DataArray field is a variable (``estimate`` and ``ci`` first); a
+        Dataset field, or an object with a ``to_dataset`` of its own (an item
+        bank, a score), adds its variables as ``<field>_<variable>``
+        (``_with_dataset_fields``); the plain fields (a stop reason, flags, a
+        p-value, a count, the settings) go into the attrs (``_plain_attrs``).
+        The fields left out are named by the class: ``_dataset_exclude`` (raw
+        resamples and draws) and ``_not_saved`` (each with the reason); any
+        other field it cannot store is named in a :class:`hierbench.HierbenchWarning`.
         """
-        out: dict[str, xr.DataArray] = {}
-        for f in self._fields():
-            if f in self._dataset_exclude:
-                continue
-            v = getattr(self, f)
-            if isinstance(v, xr.DataArray):
-                out[f] = v
-        return xr.Dataset(out, attrs=self._plain_attrs())
+        fields = self._saved_fields()
+        lost = [f"{f} ({type(getattr(self, f)).__name__})" for f in fields if not _storable(getattr(self, f))]
+        if lost:
+            warn_user(
+                f"{type(self).__name__}.to_dataset() cannot store the field(s) {', '.join(lost)}: they are "
+                "not in the Dataset, so a saved result lacks them; read them from the result itself",
+                HierbenchWarning,
+            )
+        out = {f: getattr(self, f) for f in fields if isinstance(getattr(self, f), xr.DataArray)}
+        return self._with_dataset_fields(xr.Dataset(out, attrs=self._plain_attrs()))
+
+    def _saved_fields(self) -> list[str]:
+        """The fields :meth:`to_dataset` holds: all but those ``_dataset_exclude`` and ``_not_saved`` name."""
+        return [f for f in self._fields() if f not in self._dataset_exclude and f not in self._not_saved]
 
     def _plain_attrs(self) -> dict[str, Any]:
-        """The fields that are a str, a number, a bool (as 0 / 1) or a tuple of str, as attrs.
+        """The plain fields as attrs, in the forms a file written by ``hierbench.io.save_dataset`` holds.
 
-        Those are the types a netCDF attribute holds; a tuple of str becomes one
-        string, an item per line (netCDF reads a one-item list back as its item);
-        dicts, arrays and objects stay out.
+        A str or a number as it is (a numpy one as Python's), a bool as 0 / 1,
+        a tuple of str as one string, an item per line; any other list or
+        tuple as a list and a dict as a dict under the field's name, made
+        JSON-ready (``save_dataset`` writes them as JSON, ``load_dataset``
+        restores them); the keys of a dict field named ``attrs`` are merged in
+        instead (one a field's name holds with another value as ``attrs_<key>``).
+        DataArrays, Datasets and objects are not attrs (:meth:`to_dataset`).
         """
         out: dict[str, Any] = {}
-        for f in self._fields():
+        merged: dict[str, Any] = {}
+        for f in self._saved_fields():
             v = getattr(self, f)
             if isinstance(v, bool | np.bool_):
                 out[f] = int(v)
-            elif isinstance(v, str | int | float | np.integer | np.floating):
-                out[f] = v
             elif isinstance(v, tuple) and all(isinstance(x, str) for x in v):
                 out[f] = "\n".join(v)
-        return out
+            elif _plain(v):
+                if f == "attrs" and isinstance(v, Mapping):
+                    merged = json_ready(v)
+                else:
+                    out[f] = json_ready(v)
+        clash = {f"attrs_{k}": x for k, x in merged.items() if k in out and json.dumps(x) != json.dumps(out[k])}
+        return {**{k: x for k, x in merged.items() if k not in out}, **out, **clash}
+
+    def _with_dataset_fields(self, ds: xr.Dataset) -> xr.Dataset:
+        """``ds`` with each Dataset field's variables and attrs as ``<field>_<variable>``, ``<field>_<attr>``.
+
+        A field holding an object with its own ``to_dataset`` (an item bank, a
+        score) counts as that Dataset. A dim it shares with ``ds`` stays one
+        dim where its size and labels are the same, else is renamed
+        ``<field>_<dim>``; so is a coordinate whose values differ.
+        """
+        for f in self._saved_fields():
+            sub = _as_dataset(getattr(self, f))
+            if sub is not None:
+                ds = merge_prefixed(ds, sub, f)
+        return ds
 
     def to_frame(self) -> pd.DataFrame:
         """Return a tidy pandas table: one row per cell of ``estimate`` (agent, pair, ...).
 
         The interval ends are the ``lower`` / ``upper`` columns, level and kind columns too.
+        Every other field over (some of) the estimate's dims is a column: a
+        DataArray under its name, another interval (a ``ci_bound`` dim) as
+        ``<name>_lower`` / ``<name>_upper`` (``<name>`` the field's, less a
+        trailing ``_ci``), a Dataset field's variable as ``<field>_<variable>``.
         """
         import pandas as pd
 
@@ -132,14 +210,13 @@ class Result:
         }
         for f in self._fields():
             v = getattr(self, f)
-            if (
-                f in ("estimate", "ci")
-                or not isinstance(v, xr.DataArray)
-                or f in self._dataset_exclude
-            ):
+            if f in ("estimate", "ci") or f in self._dataset_exclude or v is est or v is ci or v is None:
                 continue
-            if set(v.dims) <= set(est.dims) and "ci_bound" not in v.dims:
-                cols[f] = v
+            sub = {f: v} if isinstance(v, xr.DataArray) else _as_dataset(v)
+            if isinstance(sub, xr.Dataset):  # its variables as to_dataset names them (a dim of other labels renamed)
+                sub = merge_prefixed(xr.Dataset(coords=est.coords), sub, f)
+            for name, da in ({} if sub is None else sub.items()):
+                cols.update(frame_columns(da, name, est))
         ds = xr.Dataset(cols)
         if ds["estimate"].ndim == 0:
             df = pd.DataFrame({k: [ds[k].item()] for k in ds.data_vars})
@@ -154,8 +231,39 @@ class Result:
         ci = self.ci
         head = ", ".join(str(getattr(self, f)) for f in self._title_fields)
         label = f"{interval_label(ci)} interval"
-        lines = [f"{type(self).__name__}: {head} ({label})" if head else f"{type(self).__name__}: {self._estimate_label} with {label}"]
+        lines = [f"{type(self).__name__}: {head} ({label})" if head else f"{type(self).__name__}: {self._label()} with {label}"]
         return lines + self._cell_lines()
+
+    def _label(self) -> str:
+        """``_estimate_label`` with each ``{key}`` in it filled in (``?`` where the result holds none).
+
+        A key is one of the result's plain fields (a str or a number), a key of its
+        ``attrs`` dict field or of ``estimate.attrs``, or ``name`` (the estimate's name),
+        so a label can name what varies by call: a scale, a target, a k.
+        """
+        label = self._estimate_label
+        if "{" not in label:
+            return label
+        names = [f for f in self._fields() if f not in ("estimate", "ci")]
+        plain = {f: getattr(self, f) for f in names if isinstance(getattr(self, f), str | int | float)}
+        own = getattr(self, "attrs", None) if "attrs" in names else None
+        keys = _Unknown({**self.estimate.attrs, **(own if isinstance(own, Mapping) else {}), **plain})
+        keys.setdefault("name", self.estimate.name if self.estimate.name is not None else "?")
+        return label.format_map(keys)
+
+    def _elided_flags(self, flag: xr.DataArray | None, name: str = "ci_flag") -> list[str]:
+        """The repr line counting the flagged cells among those the repr elides (``_shown_cells``); none: no line.
+
+        The one rule of the results that flag cells (``ci_flag``): a flag in the elided
+        middle is not lost from the repr without a word.
+        """
+        if flag is None:
+            return []
+        est = self.estimate
+        vals = np.asarray(flag.broadcast_like(est).transpose(*est.dims).values, dtype=object).ravel()
+        flagged = np.array([isinstance(v, str) and v != "" for v in vals], dtype=bool)
+        hidden = int(np.delete(flagged, _shown_cells(vals.size)).sum())
+        return [f"  ({hidden} more flagged: see .{name})"] if hidden else []
 
     def _cell_notes(self) -> xr.DataArray | None:
         """Text to put after each cell's line (broadcast to ``estimate``; ``""`` adds nothing), or None."""
@@ -222,6 +330,138 @@ class DrawsResult(Result):
     draws: xr.DataArray = dataclasses.field(kw_only=True)
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
+
+
+def json_ready(v: Any) -> Any:
+    """``v`` as plain Python that JSON writes: numpy numbers as Python's, arrays and tuples as lists.
+
+    Dict keys become text, dates ISO text; a 0-d DataArray is its value. Raises
+    :class:`TypeError` naming the type of a value JSON cannot hold.
+
+    Examples
+    --------
+    >>> json_ready({"k": np.int64(4), "bins": (0.0, np.float32(0.5)), "ok": np.bool_(True)})
+    {'k': 4, 'bins': [0.0, 0.5], 'ok': True}
+    """
+    if v is None or isinstance(v, str | bool | int | float):
+        return v
+    if isinstance(v, np.generic):
+        return json_ready(v.item())
+    if isinstance(v, np.ndarray | list | tuple):
+        return [json_ready(x) for x in (v.tolist() if isinstance(v, np.ndarray) else v)]
+    if isinstance(v, Mapping):
+        return {str(k): json_ready(x) for k, x in v.items()}
+    if isinstance(v, xr.DataArray) and v.ndim == 0:
+        return json_ready(v.values.item())
+    if isinstance(v, dt.date):  # a datetime too
+        return v.isoformat()
+    raise TypeError(f"a {type(v).__name__} cannot be written as JSON")
+
+
+def _storable(v: Any) -> bool:
+    """Whether :meth:`Result.to_dataset` can hold ``v``: None (nothing to hold), a DataArray, a Dataset, plain values."""
+    return v is None or isinstance(v, xr.DataArray | np.bool_) or _as_dataset(v) is not None or _plain(v)
+
+
+def _plain(v: Any) -> bool:
+    """Whether ``v`` is an attr of :meth:`Result.to_dataset`: text, a number, or a list, tuple or dict JSON holds."""
+    if not isinstance(v, str | int | float | np.number | list | tuple | Mapping) or isinstance(v, xr.Dataset):
+        return False
+    try:
+        json_ready(v)
+    except TypeError:
+        return False
+    return True
+
+
+def _as_dataset(v: Any) -> xr.Dataset | None:
+    """``v`` if a Dataset, its ``to_dataset()`` if an object with one (not a DataArray), else None."""
+    if isinstance(v, xr.Dataset):
+        return v
+    if v is not None and not isinstance(v, xr.DataArray) and callable(getattr(type(v), "to_dataset", None)):
+        return v.to_dataset()
+    return None
+
+
+def merge_prefixed(ds: xr.Dataset, sub: xr.Dataset, name: str) -> xr.Dataset:
+    """``ds`` with ``sub``'s variables as ``<name>_<variable>`` and its attrs as ``<name>_<attr>``.
+
+    A dim of ``sub`` that ``ds`` has too stays one dim where its size and
+    labels are the same, else is renamed ``<name>_<dim>`` (its labels with
+    it); a coordinate of ``sub`` that ``ds`` holds with other values is
+    renamed ``<name>_<coord>``; an attr whose name ``ds`` holds with another
+    value is ``<name>_attrs_<attr>``. Nothing of either is dropped.
+
+    Examples
+    --------
+    >>> ds = xr.Dataset({"estimate": ("agent", [0.5, 0.7])}, coords={"agent": ["a", "b"]})
+    >>> check = xr.Dataset({"p": ("agent", [0.2, 0.9]), "n": ("bin", [3, 4])}, coords={"agent": ["a", "b"]})
+    >>> sorted(merge_prefixed(ds, check, "fit_check").data_vars)
+    ['estimate', 'fit_check_n', 'fit_check_p']
+    >>> other = xr.Dataset({"x": ("agent", [1, 2, 3])}, coords={"agent": ["a", "b", "c"]})
+    >>> merge_prefixed(ds, other, "trace")["trace_x"].dims
+    ('trace_agent',)
+    """
+    rename = {}
+    for d in sub.dims:
+        same = d not in ds.dims or (
+            ds.sizes[d] == sub.sizes[d]
+            and (d in ds.indexes) == (d in sub.indexes)
+            and (d not in ds.indexes or ds.indexes[d].equals(sub.indexes[d]))
+        )
+        if not same:
+            rename[d] = f"{name}_{d}"
+    sub = sub.rename(rename)
+    clash = [c for c in sub.coords if c not in sub.dims and c in ds.variables and not ds[c].equals(sub[c])]
+    sub = sub.rename({c: f"{name}_{c}" for c in clash} | {v: f"{name}_{v}" for v in sub.data_vars})
+    out = xr.merge([ds, sub], join="exact", compat="equals", combine_attrs="override")
+    out.attrs = dict(ds.attrs)
+    for k, v in json_ready(dict(sub.attrs)).items():
+        key = f"{name}_{k}"
+        same = key not in out.attrs or json.dumps(out.attrs[key], default=str) == json.dumps(v, default=str)
+        out.attrs[key if same else f"{name}_attrs_{k}"] = v
+    return out
+
+
+def frame_columns(da: xr.DataArray, name: str, est: xr.DataArray) -> dict[str, xr.DataArray]:
+    """The ``to_frame`` columns of a field ``da`` over (some of) the dims of ``est``, with its labels; else none.
+
+    ``{name: da}``; an interval (a ``ci_bound`` dim) as ``<name>_lower`` /
+    ``<name>_upper``, ``<name>`` less a trailing ``_ci`` (``precision_ci`` gives
+    ``precision_lower``): the one rule for a result's second intervals.
+    """
+    dims = set(da.dims) - {"ci_bound"}
+    if not dims <= set(est.dims) or any(
+        da.sizes[d] != est.sizes[d] or (d in da.indexes and d in est.indexes and not da.indexes[d].equals(est.indexes[d]))
+        for d in dims
+    ):
+        return {}
+    if "ci_bound" not in da.dims:
+        return {name: da}
+    stem = name.removesuffix("_ci")
+    return {f"{stem}_{end}": da.sel(ci_bound=end, drop=True) for end in ("lower", "upper")}
+
+
+def input_label(x: Any, other: Any, fallback: str) -> str:
+    """What a paired result calls its input ``x`` (``other`` the second): the agent it is, as far as ``x`` says.
+
+    Its scalar ``agent`` coordinate (``ds.score.sel(agent="A")`` keeps one);
+    else its name, where it names ``x`` apart from ``other`` (not two arrays
+    both named ``score``); else ``fallback`` (``"a"``, ``"b"``).
+
+    Examples
+    --------
+    >>> s = xr.DataArray([[1.0, 0.0]], dims=("agent", "task"), coords={"agent": ["A"]}, name="score")
+    >>> input_label(s.isel(agent=0), s, "a"), input_label(s.isel(agent=0, drop=True), s, "a")
+    ('A', 'a')
+    """
+    coord = getattr(x, "coords", {}).get("agent")
+    if coord is not None and coord.ndim == 0:
+        return str(coord.item())
+    name = getattr(x, "name", None)
+    if name is not None and name != getattr(other, "name", None):
+        return str(name)
+    return fallback
 
 
 def fit_record(fit: Any, name: str) -> dict[str, Any]:

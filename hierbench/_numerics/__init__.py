@@ -36,6 +36,7 @@ from .trend import BootstrapTrend
 from .trend import TrendPoints
 from .trend import beyond_lengths
 from .trend import bootstrap_doubling_times
+from .trend import extrapolated_cells
 from .trend import extrapolated_note
 from .trend import frontier
 from .trend import horizon_or_limit
@@ -80,6 +81,6 @@ __all__ += agq.__all__
 __all__ += ["limit_quantiles", "quantile_ext"]
 __all__ += [
     "MIN_TREND_HORIZON", "BootstrapTrend", "TrendPoints", "beyond_lengths", "bootstrap_doubling_times",
-    "extrapolated_note", "frontier", "horizon_or_limit", "limit_flags", "missing_dates", "ols_slopes", "outside_interval_note",
+    "extrapolated_cells", "extrapolated_note", "frontier", "horizon_or_limit", "limit_flags", "missing_dates", "ols_slopes", "outside_interval_note",
     "outside_lengths", "release_days", "trend_agents", "trend_inputs", "trend_points",
 ]

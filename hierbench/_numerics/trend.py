@@ -16,8 +16,8 @@ import pandas as pd
 
 __all__ = [
     "MIN_TREND_HORIZON", "BootstrapTrend", "TrendPoints", "beyond_lengths", "bootstrap_doubling_times",
-    "extrapolated_note", "frontier", "horizon_or_limit", "limit_flags", "missing_dates", "ols_slopes", "outside_interval_note",
-    "outside_lengths", "release_days", "trend_agents", "trend_inputs", "trend_points",
+    "extrapolated_cells", "extrapolated_note", "frontier", "horizon_or_limit", "limit_flags", "missing_dates", "ols_slopes",
+    "outside_interval_note", "outside_lengths", "release_days", "trend_agents", "trend_inputs", "trend_points",
 ]
 
 
@@ -258,6 +258,25 @@ def outside_lengths(h: np.ndarray, lengths: Sequence[float] | None) -> np.ndarra
         return np.zeros(h.shape, bool)
     fin = np.isfinite(h) & (h > 0)
     return fin & ((h < float(lengths[0])) | (h > float(lengths[1])))
+
+
+def extrapolated_cells(h: np.ndarray, lengths: Sequence[float] | None) -> np.ndarray:
+    """Per horizon, the repr's note of an extrapolation (:func:`outside_lengths`): which end it passes; ``""`` inside.
+
+    Examples
+    --------
+    >>> extrapolated_cells(np.array([0.5, 2.0, 0.0, 9.0]), (1.0, 8.0)).tolist()
+    ['extrapolated: below the shortest task, 1 minute', '', '', 'extrapolated: beyond the longest task, 8 minutes']
+    """
+    h = np.asarray(h, dtype=float)
+    out = np.full(h.shape, "", dtype=object)
+    if lengths is None or len(lengths) != 2:
+        return out
+    lo, hi = float(lengths[0]), float(lengths[1])
+    beyond = outside_lengths(h, lengths)
+    out[beyond & (h < lo)] = f"extrapolated: below the shortest task, {lo:g} minute{'' if lo == 1 else 's'}"
+    out[beyond & (h > hi)] = f"extrapolated: beyond the longest task, {hi:g} minute{'' if hi == 1 else 's'}"
+    return out
 
 
 def extrapolated_note(agents: Sequence[Any], success: Sequence[float], h: np.ndarray,

@@ -22,6 +22,8 @@ from .._base import check_int
 from .._base import check_interval
 from .._base import check_prob
 from .._base import field_alias
+from .._base import interval_label
+from .._base import wrap_repr
 from .._docs import fill_doc
 from .._parallel import map_seeded
 from ..freq import wilson_interval
@@ -556,7 +558,8 @@ class CoverageStudyResult(Result):
     mean_width, bias, rmse : DataArray
     n_rep : int
     table : Dataset
-        Every replication's ``side_by_side`` table, stacked along ``rep``.
+        Every replication's ``side_by_side`` table, stacked along ``rep``
+        (``to_dataset()`` holds it as ``table_<variable>``).
     """
 
     coverage: xr.DataArray
@@ -570,18 +573,21 @@ class CoverageStudyResult(Result):
     estimate = field_alias("coverage", "The coverage (``coverage``), under the house name.")
     ci = field_alias("coverage_interval", "Its Wilson interval (``coverage_interval``).")
 
-    def to_dataset(self) -> xr.Dataset:
-        ds = xr.Dataset(
-            {
-                "coverage": self.coverage,
-                "coverage_interval": self.coverage_interval,
-                "mean_width": self.mean_width,
-                "bias": self.bias,
-                "rmse": self.rmse,
-            }
-        )
-        ds.attrs["n_rep"] = self.n_rep
-        return ds
+    def _repr_lines(self) -> list[str]:
+        """The coverage per estimator, its Monte Carlo interval's level apart from the level studied."""
+        head = (f"{type(self).__name__}: coverage (share of {self.n_rep} replications whose interval covered the "
+                f"truth), with {interval_label(self.ci)} interval: the study's Monte Carlo error, at its own "
+                "level (`prob`), not the level of the intervals studied (each line's note)")
+        return [*wrap_repr([head]), *self._cell_lines()]
+
+    def _cell_notes(self) -> xr.DataArray | None:
+        """Each estimator's intervals: their nominal level and kind (the level its coverage is to be read against)."""
+        t = self.table
+        if "ci_prob" not in t or "ci_kind" not in t:
+            return None
+        level = xr.apply_ufunc(lambda p: np.array([f"{100 * float(x):.4g}%" for x in np.ravel(p)]).reshape(np.shape(p)),
+                               t["ci_prob"])  # fmt: skip
+        return "nominal " + level.astype(object) + " " + t["ci_kind"].astype(object) + " intervals"
 
 
 def _coverage_replication(

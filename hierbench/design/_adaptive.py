@@ -22,8 +22,8 @@ from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
+from typing import TYPE_CHECKING
 from typing import Any
-from typing import ClassVar
 from typing import Literal
 
 import numpy as np
@@ -54,6 +54,9 @@ from ._posterior import _check_bank
 from ._posterior import _Posterior
 from ._posterior import _Replay
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["AdaptiveResult", "ModelMisfitWarning", "adaptive"]
 
 
@@ -76,6 +79,9 @@ class AdaptiveResult(Result):
     model-based interval is not to be trusted for this agent (misfit at
     ``1 - prob``, or an ability beyond the calibration agents'), each also
     warned as :class:`ModelMisfitWarning`.
+
+    ``to_dataset()`` holds every field: ``score``'s as ``score_<variable>``
+    (``score_ability``, ``score_ability_ci``), ``trace``'s as ``trace_<variable>``.
     """
 
     estimate: xr.DataArray
@@ -92,7 +98,11 @@ class AdaptiveResult(Result):
     misfit_p: float = np.nan
     flags: tuple[str, ...] = ()
 
-    _dataset_exclude: ClassVar[tuple[str, ...]] = ("trace",)
+    def to_frame(self) -> pd.DataFrame:
+        """The table of ``Result.to_frame`` (the score's as ``score_*`` columns), with the misfit test's z and p."""
+        df = super().to_frame()
+        df["misfit_z"], df["misfit_p"] = self.misfit_z, self.misfit_p
+        return df
 
     def _repr_lines(self) -> list[str]:
         """The base lines, the first saying that the interval is model-based and what it trusts."""

@@ -81,7 +81,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
-from typing import ClassVar
 
 import numpy as np
 import xarray as xr
@@ -321,7 +320,8 @@ class AssistedResult(Result):
     size, prediction, outcome, runs and term. ``working``: the working
     model and why; ``design``: how the tasks were drawn; ``estimator``:
     the branch taken (``"Des Raj"``, ``"classical"`` or ``"plain mean"``,
-    the last with the exact hypergeometric interval).
+    the last with the exact hypergeometric interval). ``to_dataset()`` holds
+    every field, ``draws``' as ``draws_<variable>`` (``draws_outcome``, ...).
     """
 
     estimate: xr.DataArray
@@ -341,8 +341,6 @@ class AssistedResult(Result):
     working: str
     design: str
     estimator: str = ""
-
-    _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
 
     @property
     def flagged(self) -> list[str]:

@@ -150,7 +150,7 @@ class CohortPosteriorResult(Result):
         """All fields as one Dataset (``mean`` and ``interval`` kept as aliases)."""
         ds = super().to_dataset()
         ds["mean"], ds["interval"] = self.estimate, self.ci
-        ds.attrs = dict(self.ci.attrs)
+        ds.attrs = {**self.ci.attrs, **ds.attrs}
         return ds
 
 

@@ -102,6 +102,7 @@ class MisfitCalibration(Result):
     seconds: float
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ()
+    _estimate_label: ClassVar[str] = "misfit sd tau(n) of the score after n adaptive tasks"
 
     def sd_at(self, n: int) -> float:
         """``tau(n)``: the misfit sd after ``n`` tasks (the last replayed value beyond the budget)."""

@@ -74,6 +74,7 @@ from .._base import check_prob
 from .._base import field_alias
 from .._base import make_interval
 from .._base import warn_user
+from .._base import wrap_repr
 from .._docs import fill_doc
 from . import _kernels as K
 from ._show import few
@@ -331,10 +332,16 @@ class BudgetIntervalResult(Result):
 
     interval = field_alias("ci", "The design-based interval (``ci``).")
 
+    def _repr_lines(self) -> list[str]:
+        """The base lines, the first saying what the estimate is of: the cohort mean."""
+        lines = super()._repr_lines()
+        return [*wrap_repr([lines[0] + " of the cohort mean (every planned slot's label; from the labels bought)"]),
+                *lines[1:]]  # fmt: skip
+
     def to_dataset(self) -> xr.Dataset:
-        """All fields as one Dataset."""
+        """All fields as one Dataset (the interval's attrs its own)."""
         ds = super().to_dataset()
-        ds.attrs = dict(self.ci.attrs)
+        ds.attrs = {**self.ci.attrs, **ds.attrs}
         return ds
 
 

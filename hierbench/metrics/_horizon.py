@@ -44,6 +44,7 @@ from .._base import settle_trend
 from .._base import warn_user
 from .._docs import fill_doc
 from .._numerics import bootstrap_doubling_times
+from .._numerics import extrapolated_cells
 from .._numerics import extrapolated_note
 from .._numerics import horizon_or_limit
 from .._numerics import limit_flags
@@ -79,6 +80,13 @@ class PosteriorHorizonResult(DrawsResult):
     _estimate_label: ClassVar[str] = "horizon in human minutes"
     _repr_floor: ClassVar[float | None] = 0.01  # a limit horizon (3.9e-110 minutes) reads "<0.01"
 
+    def _cell_notes(self) -> xr.DataArray | None:
+        """Which end of the task lengths (``minutes_range``) an extrapolated horizon passes."""
+        if self.extrapolated is None:
+            return None
+        est = self.estimate
+        return est.copy(data=extrapolated_cells(est.values, self.minutes_range)).rename(None)
+
     def _repr_lines(self) -> list[str]:
         lines = super()._repr_lines()
         d = self.draws.transpose("chain", "draw", "agent", ...).values
@@ -112,6 +120,10 @@ class PosteriorDoublingTimeResult(DrawsResult):
     n_agent_dropped: list = field(default_factory=list)
 
     _estimate_label: ClassVar[str] = "doubling time in days"
+
+    def _cell_notes(self) -> xr.DataArray:
+        """How many agents the line goes through (their names are ``agents``), as the frequentist repr says."""
+        return xr.DataArray(f"line through {len(self.agents)} agents")
 
 
 def _eta_at(tau: np.ndarray, p: float) -> np.ndarray:

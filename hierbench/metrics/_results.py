@@ -18,11 +18,15 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 from dataclasses import field
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import ClassVar
 
 import numpy as np
 import xarray as xr
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from .._base import Result
 from .._base import field_alias
@@ -119,7 +123,11 @@ for _op in _BINARY:
 
 
 def _lines_of(est: xr.DataArray, ci: xr.DataArray, head: str, limit: int = 8) -> list[str]:
-    """Up to ``limit`` cells ``label: estimate [lower, upper]``, the middle elided."""
+    """Up to ``limit`` finite cells ``label: estimate [lower, upper]``, the middle elided; the NaN cells counted.
+
+    A NaN cell is not listed but counted in a last line (an agent against itself, NaN by
+    definition on an ``(agent, opponent)`` result, is not counted).
+    """
     lines = [head]
     flat = est.stack(_cell=est.dims) if est.ndim > 1 else est.rename({est.dims[0]: "_cell"})
     lo = ci.sel(ci_bound="lower", drop=True)
@@ -135,6 +143,12 @@ def _lines_of(est: xr.DataArray, ci: xr.DataArray, head: str, limit: int = 8) ->
         lab = flat["_cell"].values[i]
         lab = ", ".join(map(str, lab)) if isinstance(lab, tuple) else str(lab)
         lines.append(f"  {lab}: {float(flat[i]):.4g} [{float(flo[i]):.4g}, {float(fhi[i]):.4g}]")
+    self_pair = np.zeros(est.size, dtype=bool)
+    if {"agent", "opponent"} <= set(est.dims):
+        self_pair = (est["agent"] == est["opponent"]).broadcast_like(est).transpose(*est.dims).values.ravel()
+    n_nan = int((~np.isfinite(flat.values) & ~self_pair).sum())
+    if n_nan:
+        lines.append(f"  ({n_nan} NaN cell{'s' if n_nan != 1 else ''} not shown: see to_frame())")
     return lines
 
 
@@ -144,6 +158,8 @@ class PosteriorSummaryResult(_DatasetView, Result):
 
     estimate: xr.DataArray
     ci: xr.DataArray
+
+    _estimate_label: ClassVar[str] = "posterior mean of {name}"
 
 
 @dataclass(frozen=True, repr=False)
@@ -184,10 +200,12 @@ class PosteriorPassKResult(_DatasetView, Result):
         warn_user("`.mean` is deprecated; use `.estimate`", DeprecationWarning)
         return self.estimate
 
-    def to_dataset(self) -> xr.Dataset:
-        ds = super().to_dataset()
-        ds.attrs = dict(self.attrs)
-        return ds
+    def to_frame(self) -> pd.DataFrame:
+        """One row per (agent, k); ``quantity`` (pass^k / pass@k) and ``tasks`` (observed / population) say which."""
+        df = super().to_frame()
+        for name in ("quantity", "tasks"):
+            df[name] = self.attrs.get(name)
+        return df
 
     def _repr_lines(self) -> list[str]:
         a = self.attrs
@@ -312,11 +330,6 @@ class HeadToHeadResult(_DatasetView, Result):
             lines.append(f"  {agents[i]}: {mean[i]:.3f}")
         return lines
 
-    def to_dataset(self) -> xr.Dataset:
-        ds = super().to_dataset()
-        ds.attrs = dict(self.attrs)
-        return ds
-
 
 @dataclass(frozen=True, repr=False)
 class VarianceComponentDrawsResult(_DatasetView, Result):
@@ -340,6 +353,13 @@ class VarianceComponentDrawsResult(_DatasetView, Result):
     attrs: dict = field(default_factory=dict)
 
     _aliases: ClassVar[dict[str, str]] = {"agent_task": "agent:task"}
+    _estimate_label: ClassVar[str] = "posterior mean of the variance components on the {scale} scale"
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per component; ``scale`` (latent / probability) says which variances they are."""
+        df = super().to_frame()
+        df["scale"] = self.attrs.get("scale")
+        return df
 
     def _repr_lines(self) -> list[str]:
         """The components, then what a note says of any (undefined, or holding another too)."""
@@ -366,8 +386,3 @@ class VarianceComponentDrawsResult(_DatasetView, Result):
             )
             return self._compat()[key]
         return super().__getitem__(key)
-
-    def to_dataset(self) -> xr.Dataset:
-        ds = super().to_dataset()
-        ds.attrs = dict(self.attrs)
-        return ds

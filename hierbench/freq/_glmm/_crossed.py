@@ -259,6 +259,9 @@ class CrossedMLResult(ScalesFit):
         Likelihood evaluations (every pass over all cells, intervals included).
     options : dict
         ``agent_task`` and the other settings used.
+
+    ``to_frame()`` has a row per ability (``part`` ``"ability"``, ``term`` the agent) and
+    per random term's sd (``part`` ``"sd"``), as ``MixedMLResult.to_frame()``.
     """
 
     task_effect: xr.DataArray
@@ -273,6 +276,14 @@ class CrossedMLResult(ScalesFit):
     sd_resamples: xr.DataArray | None = None
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("vcov", "sd_resamples")
+
+    def _frame_parts(self) -> list[tuple]:
+        """The abilities (``part`` ``"ability"``; a formula's fixed effects ``"fixed"``), then the sds (``"sd"``)."""
+        first = "ability" if "agent" in self.estimate.dims else "fixed"
+        return [(first, self.estimate, self.ci, self.standard_error), ("sd", self.sd, self.sd_ci, None)]
+
+    def _frame_attrs(self) -> dict:
+        return {"scale": "logit", "loglik": self.loglik}
 
     def _repr_lines(self) -> list[str]:
         what = (

@@ -151,6 +151,8 @@ class AgentVarianceResult(Result):
     ci_kinds: xr.DataArray
     ci_detail: xr.DataArray
 
+    _estimate_label: ClassVar[str] = "variance among agents by term, scale {scale}"
+
     def to_frame(self) -> pd.DataFrame:
         """One row per component; ``ci_kind`` and ``ci_detail`` are each row's own."""
         df = super().to_frame()

@@ -85,6 +85,41 @@ class ScalesFit(Result):
         """``estimate`` and ``ci`` of the sds along ``component`` (for ``side_by_side``)."""
         return xr.Dataset({"estimate": self.sd, "ci": self.sd_ci})
 
+    def _frame_parts(self) -> list[tuple]:
+        """The blocks of :meth:`to_frame`: ``(part, estimate, interval, standard error or None)``."""
+        return [("fixed", self.estimate, self.ci, self.standard_error), ("sd", self.sd, self.sd_ci, None)]
+
+    def _frame_attrs(self) -> dict:
+        """The attrs of :meth:`to_frame`'s table."""
+        return {"scale": "logit"}
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every estimate of the fit, one row each, indexed by ``(part, term)``.
+
+        ``part`` is ``"fixed"`` (the fixed effects, ``term`` their ``coef``; ``"ability"``
+        for a crossed fit's agents, ``term`` the agent), ``"sd"`` (the random terms' sds,
+        ``term`` the term, e.g. ``"1|task"``) or ``"threshold"`` (an ordinal fit's
+        cut-points, ``"1|2"``); all on the logit scale. Columns ``estimate``, ``lower``,
+        ``upper``, ``standard_error`` (fixed effects and abilities only), and each row's own
+        ``ci_prob``, ``ci_kind`` and ``ci_detail`` (the parts' intervals are made differently).
+        ``attrs`` hold the scale and, for a formula's fit, the family, the deviance and the
+        fractional dispersion; for a crossed fit the log-likelihood.
+        """
+        import pandas as pd
+
+        frames = []
+        for part, est, ci, se in self._frame_parts():
+            terms = [str(t) for t in est[est.dims[0]].values]
+            frames.append(pd.DataFrame({
+                "part": part, "term": terms, "estimate": est.values,
+                "lower": ci.sel(ci_bound="lower").values, "upper": ci.sel(ci_bound="upper").values,
+                "standard_error": np.nan if se is None else se.values,
+                "ci_prob": float(ci.attrs["ci_prob"]), "ci_kind": ci.attrs["ci_kind"], "ci_detail": ci.attrs.get("ci_detail", ""),
+            }))  # fmt: skip
+        df = pd.concat(frames, ignore_index=True).set_index(["part", "term"])
+        df.attrs = self._frame_attrs()
+        return df
+
     def _sd_lines(self) -> list[str]:
         """One repr line per random term: its sd (logit scale) with its interval, the interval's level and kind."""
         lines = []
@@ -149,34 +184,36 @@ class MixedMLResult(ScalesFit):
     options: dict = field(default_factory=dict)
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("vcov",)
+    _not_saved: ClassVar[dict[str, str]] = {
+        "design": "the parsed formula with its design matrices (a ModelDesign); its formula and family are the "
+                  "attrs formula and family",
+        "params": "the optimiser's vector (fixed effects, log sds, threshold parameters) that vcov (left out too) "
+                  "refers to; its values are estimate, sd and thresholds, on their own scales",
+        "random_effects": "saved as one variable re_<term> per random term over the dim re_<term>_level, its "
+                          "conditional sds the coordinate re_<term>_conditional_sd",
+    }
 
-    def to_frame(self) -> pd.DataFrame:
-        """Every estimate of the fit, one row each, indexed by ``(part, term)``.
+    def to_dataset(self) -> xr.Dataset:
+        """The fields (``Result.to_dataset``), the formula and family as attrs, a variable per random term.
 
-        ``part`` is ``"fixed"`` (the fixed effects, ``term`` their ``coef``), ``"sd"`` (the
-        random terms' sds, ``term`` the term, e.g. ``"1|task"``) or ``"threshold"`` (an
-        ordinal fit's cut-points, ``"1|2"``); all on the logit scale. Columns ``estimate``,
-        ``lower``, ``upper``, ``standard_error`` (fixed effects only), and each row's own
-        ``ci_prob``, ``ci_kind`` and ``ci_detail`` (the parts' intervals are made differently).
-        ``attrs`` hold the family, the deviance and the fractional dispersion.
+        Each term's conditional modes are the variable ``re_<term>`` (``re_1|task``) over
+        ``re_<term>_level``, their conditional sds its coordinate ``re_<term>_conditional_sd``.
         """
-        import pandas as pd
+        ds = super().to_dataset()
+        ds.attrs.update(formula=self.design.formula, family=self.design.family)
+        for term, modes in self.random_effects.items():
+            name = f"re_{term}"
+            ds[name] = modes.rename({c: f"{name}_{c}" for c in modes.coords}).rename(name)
+        return ds
 
-        parts = [("fixed", self.estimate, self.ci, self.standard_error), ("sd", self.sd, self.sd_ci, None)]
+    def _frame_parts(self) -> list[tuple]:
+        parts = super()._frame_parts()
         if self.thresholds is not None:
             parts.append(("threshold", self.thresholds, self.thresholds_ci, None))
-        frames = []
-        for part, est, ci, se in parts:
-            terms = [str(t) for t in est[est.dims[0]].values]
-            frames.append(pd.DataFrame({
-                "part": part, "term": terms, "estimate": est.values,
-                "lower": ci.sel(ci_bound="lower").values, "upper": ci.sel(ci_bound="upper").values,
-                "standard_error": np.nan if se is None else se.values,
-                "ci_prob": float(ci.attrs["ci_prob"]), "ci_kind": ci.attrs["ci_kind"], "ci_detail": ci.attrs.get("ci_detail", ""),
-            }))  # fmt: skip
-        df = pd.concat(frames, ignore_index=True).set_index(["part", "term"])
-        df.attrs = {"family": self.design.family, "scale": "logit", "deviance": self.deviance, "dispersion": self.dispersion}
-        return df
+        return parts
+
+    def _frame_attrs(self) -> dict:
+        return {"family": self.design.family, "scale": "logit", "deviance": self.deviance, "dispersion": self.dispersion}
 
     def _repr_lines(self) -> list[str]:
         d = self.design

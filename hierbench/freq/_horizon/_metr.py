@@ -79,6 +79,7 @@ from ..._numerics import MIN_TREND_HORIZON
 from ..._numerics import BootstrapTrend
 from ..._numerics import TrendPoints
 from ..._numerics import bootstrap_doubling_times
+from ..._numerics import extrapolated_cells
 from ..._numerics import extrapolated_note
 from ..._numerics import horizon_or_limit
 from ..._numerics import limit_flags
@@ -154,7 +155,8 @@ class TimeHorizonResult(Result):
         0.05), with ``n_resamples_used`` and ``n_families`` (none below 10:
         no p-value). How the bins and the test are made:
         the module ``hierbench.freq._horizon._fit``. None where not asked
-        for; a Dataset of its own, not in ``to_dataset()``.
+        for; ``to_dataset()`` holds it as ``fit_check_<variable>`` (its attrs
+        ``fit_check_<attr>``), ``to_frame()`` its per-agent variables.
     """
 
     estimate: xr.DataArray
@@ -170,6 +172,13 @@ class TimeHorizonResult(Result):
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("resamples",)
     _estimate_label: ClassVar[str] = "horizon in human minutes"
     _repr_floor: ClassVar[float | None] = 0.01  # a limit horizon (3.9e-110 minutes) reads "<0.01"
+
+    def _cell_notes(self) -> xr.DataArray | None:
+        """Which end of the task lengths (``options["minutes_range"]``) an extrapolated horizon passes."""
+        if self.extrapolated is None:
+            return None
+        est = self.estimate
+        return est.copy(data=extrapolated_cells(est.values, self.options.get("minutes_range"))).rename(None)
 
     def _repr_lines(self) -> list[str]:
         lines = super()._repr_lines() + _misfit_line(self.fit_check)

@@ -14,6 +14,7 @@ from ..._base import HierbenchError
 from ..._base import NotConvergedWarning
 from ..._base import as_rng
 from ..._base import check_int
+from ..._base import json_ready
 from ..._base import warn_user
 
 __all__ = ["IRTBank"]
@@ -22,6 +23,9 @@ __all__ = ["IRTBank"]
 class IRTConvergenceWarning(NotConvergedWarning):
     """The MAP optimiser or the empirical-Bayes iterations stopped before converging, or the slopes collapsed."""
 
+
+#: the attrs of a saved bank (:meth:`IRTBank.to_dataset`) that are its own fields, not its ``attrs``
+_OWN_ATTRS = ("method", "model")
 
 #: how a message names a bank whose slopes collapsed: the attr that records it, and what it means
 SLOPES_COLLAPSED_WORDS = "bank.attrs['slopes_collapsed'] = 1: every discrimination ~0"
@@ -198,6 +202,55 @@ class IRTBank:
                 f"`{name}` must be tasks of the bank; {len(unknown)} are not, e.g. {unknown[:5]}"
             )
         return np.array([pos[t] for t in labels], dtype=np.intp)
+
+    def to_dataset(self) -> xr.Dataset:
+        """The bank as a Dataset (for :func:`hierbench.io.save_dataset`); :meth:`from_dataset` reads it back.
+
+        ``discrimination`` and ``intercept`` over ``(sample, task)``; attrs
+        ``method``, ``model`` and, beside them, what the calibration recorded
+        (``attrs``, as plain values; a key named ``method`` or ``model`` as
+        ``attrs_method``, ``attrs_model``).
+
+        Examples
+        --------
+        >>> bank = IRTBank(xr.DataArray(np.ones((2, 3)), dims=("sample", "task")),
+        ...                xr.DataArray(np.zeros((2, 3)), dims=("sample", "task")), attrs={"n_agents": 4})
+        >>> IRTBank.from_dataset(bank.to_dataset()).attrs
+        {'n_agents': 4}
+        """
+        own = {(f"attrs_{k}" if k in _OWN_ATTRS else k): v for k, v in json_ready(self.attrs).items()}
+        return xr.Dataset(
+            {"discrimination": self.discrimination, "intercept": self.intercept},
+            attrs={"method": self.method, "model": self.model, **own},
+        )
+
+    @classmethod
+    def from_dataset(cls, ds: xr.Dataset, *, prefix: str = "") -> IRTBank:
+        """The bank :meth:`to_dataset` wrote, from ``ds`` (e.g. read with :func:`hierbench.io.load_dataset`).
+
+        With ``prefix="bank"``, the bank a saved :class:`hierbench.freq.IRTCalibrationResult`
+        holds (its variables ``bank_discrimination``, ``bank_intercept`` and attrs ``bank_<attr>``).
+        """
+        if not isinstance(ds, xr.Dataset):
+            raise HierbenchError(f"`ds` must be an xarray.Dataset; got {type(ds).__name__}")
+        lead = f"{prefix}_" if prefix else ""
+        attrs = {k[len(lead):]: v for k, v in ds.attrs.items() if k.startswith(lead)}
+        missing = [f"{lead}{v}" for v in ("discrimination", "intercept") if f"{lead}{v}" not in ds.data_vars]
+        missing += [f"the attr {lead}{a}" for a in _OWN_ATTRS if a not in attrs]
+        if missing:
+            raise HierbenchError(
+                f"`ds` must hold a bank as IRTBank.to_dataset writes it (prefix {prefix!r}); it lacks "
+                f"{', '.join(missing)}"
+            )
+        method, model = (str(attrs.pop(a)) for a in _OWN_ATTRS)
+        attrs = {(k.removeprefix("attrs_") if k.removeprefix("attrs_") in _OWN_ATTRS else k): v for k, v in attrs.items()}
+        back = {f"{lead}{d}": d for d in ("sample", "task")}
+
+        def read(v: str) -> xr.DataArray:
+            da = ds[f"{lead}{v}"]
+            return da.rename({k: d for k, d in back.items() if k in da.dims and k != d}).drop_attrs()
+
+        return cls(read("discrimination"), read("intercept"), method, model, attrs)
 
     @classmethod
     def from_posterior(cls, fit: xr.DataTree | xr.Dataset, *, model: str | None = None) -> IRTBank:

@@ -712,10 +712,19 @@ class IRTScoreResult(Result):
         return lines
 
     def to_frame(self) -> pd.DataFrame:
-        """One row, indexed by the agent's name (``agent``; None when the responses had none)."""
+        """One row, indexed by the agent's name (``agent``; None when the responses had none).
+
+        Beside ``Result.to_frame``'s columns (``ability`` with ``ability_lower`` /
+        ``ability_upper``): pass^k at each ``k`` (``pass_hat_<k>``, its interval's ends
+        ``pass_hat_<k>_lower`` / ``_upper``) and the misfit test (``misfit_z``, ``misfit_p``).
+        """
         import pandas as pd
 
         df = super().to_frame()
+        for k in self.pass_hat_k["k"].values.tolist():
+            df[f"pass_hat_{k}"] = float(self.pass_hat_k.sel(k=k))
+            for end in ("lower", "upper"):
+                df[f"pass_hat_{k}_{end}"] = float(self.pass_hat_k_ci.sel(k=k, ci_bound=end))
         df["misfit_z"] = self.misfit_z
         df["misfit_p"] = self.misfit_p
         df.index = pd.Index([self.agent], name="agent")

@@ -58,6 +58,7 @@ from ..._base import counts
 from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import warn_user
+from ..._base import wrap_repr
 from ..._docs import fill_doc
 from .._inputs import with_counts_hash
 from .._resampling import holm
@@ -112,6 +113,10 @@ class PersonFitResult(Result):
     _dataset_exclude: ClassVar[tuple[str, ...]] = ()
 
     def _repr_lines(self) -> list[str]:
+        """The question, then the flagged agents (or the one with the lowest p), each sentence wrapped (``wrap_repr``)."""
+        return wrap_repr(self._sentences())
+
+    def _sentences(self) -> list[str]:
         dim = self.estimate.dims[0]
         tested = int(np.isfinite(self.p_value.values).sum())
         head = (

@@ -78,6 +78,8 @@ class ClassificationResult(ResampledResult):
     n_undefined: xr.DataArray
     attrs: dict = field(default_factory=dict)
 
+    _estimate_label = "classification metrics of the verdicts"
+
 
 @renamed_kwargs(dim="item_dim")
 @fill_doc

@@ -11,7 +11,6 @@ clusters with ``cluster``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from typing import Any
 from typing import ClassVar
 
@@ -32,14 +31,10 @@ from ._resample import _check_units
 from ._resample import _clusters
 from ._resample import _common
 from ._resample import _few_clusters
-from ._resample import _frame_interval
 from ._resample import _pair
 from ._resample import _warn_nan
 from ._resample import _warn_undefined_resamples
 from ._resample import _weights
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 __all__ = ["PRCurveResult", "RecallThresholdResult", "pr_curve", "threshold_for_recall"]
 
@@ -126,7 +121,8 @@ class PRCurveResult(ResampledResult):
     precision: xr.DataArray
     recall: xr.DataArray
     n_undefined: int = 0
-    _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution", "precision", "recall")
+    _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution",)
+    _estimate_label: ClassVar[str] = "average precision (area under the precision-recall curve)"
 
 
 @renamed_kwargs(dim="item_dim")
@@ -222,13 +218,12 @@ class RecallThresholdResult(ResampledResult):
     recall: xr.DataArray
     precision_ci: xr.DataArray
 
+    _estimate_label: ClassVar[str] = "highest score threshold reaching recall {target_recall}"
+
     def _cell_notes(self) -> xr.DataArray:
         lo, hi = (float(x) for x in self.precision_ci.values)
         return xr.DataArray(f"precision {float(self.precision):.4g} [{lo:.4g}, {hi:.4g}]")
 
-    def to_frame(self) -> pd.DataFrame:
-        """The table of ``Result.to_frame``, with the precision's interval (``precision_lower`` / ``_upper``)."""
-        return _frame_interval(super().to_frame(), self.precision_ci, "precision")
 
 
 @renamed_kwargs(dim="item_dim")

@@ -165,14 +165,6 @@ def _warn_undefined_resamples(dist: np.ndarray, est: float, n_resamples: int, wh
     return n_undef
 
 
-def _frame_interval(df, ci: xr.DataArray, name: str):
-    """``df`` with the ends of a second interval ``ci`` as columns ``<name>_lower`` / ``<name>_upper``."""
-    for end in ("lower", "upper"):
-        v = ci.sel(ci_bound=end, drop=True)
-        df[f"{name}_{end}"] = float(v) if v.ndim == 0 else v.to_series().reindex(df.index).values
-    return df
-
-
 def _units(rows: np.ndarray, codes: np.ndarray | None):
     """Return the resampling units: one item index per unit, and the units' total rows (G, d)."""
     if codes is None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
-from typing import TYPE_CHECKING
 from typing import Any
 
 import numpy as np
@@ -34,10 +33,6 @@ from .._inputs import data_variable
 from .._inputs import numeric_values
 from .._resampling import BootstrapResult
 from .._resampling import bootstrap_ci
-from ._resample import _frame_interval
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 __all__ = [
     "JudgeSetupError",
@@ -87,9 +82,7 @@ class RubricResult(Result):
     bottom_share_ci: xr.DataArray
     judge: dict = field(default_factory=dict)
 
-    def to_frame(self) -> pd.DataFrame:
-        """The table of ``Result.to_frame``, with ``bottom_share_lower`` / ``bottom_share_upper``."""
-        return _frame_interval(super().to_frame(), self.bottom_share_ci, "bottom_share")
+    _estimate_label = "mean rubric grade (each task's mean over runs, tasks weighed equally)"
 
 
 def judge_setup(

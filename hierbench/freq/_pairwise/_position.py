@@ -53,6 +53,15 @@ class PositionConsistencyResult(Result):
     n_inconsistent: int
     n_unmatched: int
 
+    _estimate_label = "inconsistency rate of {n_matched} both-order matches"
+
+    def _cell_notes(self) -> xr.DataArray | None:
+        """Why the rate is NaN where no judgement has a swapped-order partner."""
+        if self.n_matched:
+            return None
+        return xr.DataArray(f"none of the {self.n_unmatched} judgements has a swapped-order partner (same task and "
+                            "agents, other order): no rate")
+
 
 def position_consistency(
     pairs: xr.Dataset,

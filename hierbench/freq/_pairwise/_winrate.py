@@ -31,6 +31,7 @@ from ..._base import counted
 from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import warn_user
+from ..._base import wrap_repr
 from ..._docs import fill_doc
 from ..._numerics import bounded_mean_bounds
 from ...data import check_pairwise
@@ -115,15 +116,17 @@ class WinRateResult(ResampledResult):
         else:
             met_text = f"{n_met} of {n_pairs} pairs met"
         undefined = np.triu(met & np.isnan(self.ci.values).any(-1), 1).sum()
+        # the interval's scheme; the rules for edge cases stay in ci_detail (the repr stays short)
+        how, _, rules = str(self.ci.attrs.get("ci_detail", "")).partition(";")
+        how += "; how a resample without the pair, or a pair that ended alike, is bounded: .ci.attrs['ci_detail']" * bool(rules)
         return [
             f"WinRateResult: {m} agents, {met_text}, "
             f"{round(float(np.triu(n, 1).sum()))} battles (ties count half a win)",
-            f"  {interval_label(self.ci)} intervals: {self.ci.attrs.get('ci_detail', '')}",
+            *wrap_repr([f"  {interval_label(self.ci)} intervals: {how}"]),
             *([f"  no interval (NaN) for {undefined} of the {n_met} pairs met: see the warning"] if undefined else []),
             "  average win rate over the opponents met (evalica's average_win_rate), best first:",
             *_ranked_lines(self.average, self.average_ci, _number(3), extra),
-            f"  every agent's win rate against every opponent: .estimate, .ci, .to_frame() ({m} x {m}, "
-            "NaN where the two never met)",
+            *wrap_repr([f"  each pair's win rate: .estimate, .ci, .to_frame() ({m} x {m}, NaN where the two never met)"]),
         ]
 
 

@@ -32,6 +32,7 @@ from ..._base import check_choice
 from ..._base import check_int
 from ..._base import check_prob
 from ..._base import cluster_label
+from ..._base import counted
 from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import renamed_kwargs
@@ -122,6 +123,8 @@ class QuantileResult(Result):
     coverage: xr.DataArray
     n: xr.DataArray
     attrs: dict = field(default_factory=dict)
+
+    _estimate_label = "quantiles of {name}"
 
 
 @fill_doc
@@ -424,7 +427,8 @@ class ParetoResult(ResampledResult):
     on_frontier : DataArray (agent)
         On the frontier of the observed data.
     accuracy, cost : DataArray (agent)
-        Observed mean accuracy and mean cost per task.
+        Observed mean accuracy over the tasks scored and mean cost over the
+        tasks with a recorded cost (per task, the mean over runs).
     accuracy_ci, cost_ci : DataArray (agent, ci_bound)
         Task-bootstrap percentile intervals from the same resamples.
     distribution : DataArray (resample, agent, quantity)
@@ -488,7 +492,13 @@ def pareto_frontier(
     """Find the accuracy-cost Pareto frontier across agents, with membership probabilities under task resampling.
 
     Accuracy and cost are each agent's mean over tasks of the per-task mean
-    over runs. An agent is on the frontier when no other agent is at least as
+    over runs: accuracy over every task it has a score on (its success rate,
+    as :func:`hierbench.freq.success_rate` gives it), cost over every task it
+    has a recorded cost on. Where some scored tasks lack a cost, a
+    ``HierbenchWarning`` names the agents and counts those tasks: the two
+    means then rest on different tasks, and the mean cost leans towards the
+    tasks that recorded one (a cost lost on solved tasks only is not a cost
+    lost at random). An agent is on the frontier when no other agent is at least as
     accurate and at most as costly, and strictly better in one. Tasks (whole
     clusters when clustered) are resampled, the same draw for every agent,
     and the frontier recomputed in each resample.
@@ -514,6 +524,14 @@ def pareto_frontier(
         :func:`hierbench.freq.bootstrap_ci`'s do (its ``attrs`` also
         ``cluster_column``, the clusters' name, ``""`` without clusters); clusters worth fewer than
         ``FEW_CLUSTERS`` (20) equal ones are warned about (a ``SmallSampleWarning``).
+        An agent with no recorded cost has its accuracy but no place on the
+        frontier (NaN share, named in an ``UndefinedMetricWarning``).
+
+    Raises
+    ------
+    HierbenchError
+        Where no run has a recorded cost (a log that records none, such as
+        METR's): there is no frontier to find.
 
     Examples
     --------
@@ -529,20 +547,19 @@ def pareto_frontier(
     prob = check_prob(prob)
     n_resamples = check_int(n_resamples, "n_resamples", min=2)
     acc_cell, cost_cell, agents = _cell_means(data, accuracy, cost, (agent_dim, task_dim, run_dim))
-    # a cell counts only where both accuracy and cost were recorded
-    pres = np.isfinite(acc_cell) & np.isfinite(cost_cell)
-    a0 = np.where(pres, acc_cell, 0.0)
-    c0 = np.where(pres, cost_cell, 0.0)
-    pf = pres.astype(float)
+    # each mean over the cells that record it: accuracy over every scored cell, cost over every costed one
+    pa, pc = np.isfinite(acc_cell).astype(float), np.isfinite(cost_cell).astype(float)
+    a0 = np.where(pa > 0, acc_cell, 0.0)
+    c0 = np.where(pc > 0, cost_cell, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        acc_obs = a0.sum(1) / pf.sum(1)
-        cost_obs = c0.sum(1) / pf.sum(1)
+        acc_obs = a0.sum(1) / pa.sum(1)
+        cost_obs = c0.sum(1) / pc.sum(1)
     codes, gen, unit = task_resampling(data, cluster, task_dim, rng)
     label = cluster_label(data, cluster) if codes is not None else ""
     few = few_clusters_attrs(codes, f"clusters of `{label}`", prob,
                              then="; P(on frontier) and the accuracy and cost intervals look surer than the data allow",
                              n_plain=a0.shape[1])
-    dist = _resampled_means(a0, c0, pf, codes, gen, n_resamples)
+    dist = _resampled_means(a0, c0, pa, pc, codes, gen, n_resamples)
     n_on = _frontier(dist[..., 0], dist[..., 1]).sum(0)
     n_on = np.where(np.isfinite(acc_obs) & np.isfinite(cost_obs), n_on, np.nan)
     coords = {agent_dim: agents}
@@ -556,15 +573,14 @@ def pareto_frontier(
     return res
 
 
-def _resampled_means(a0, c0, pf, codes, gen, n_resamples) -> np.ndarray:
-    """Mean accuracy and cost per agent under task resampling (B, A, 2)."""
+def _resampled_means(a0, c0, pa, pc, codes, gen, n_resamples) -> np.ndarray:
+    """Mean accuracy and cost per agent under task resampling (B, A, 2), each over the cells recording it (``pa``, ``pc``)."""
     dist = np.empty((n_resamples, a0.shape[0], 2))
     i0 = 0
     for w in weight_blocks(a0.shape[1], n_resamples, gen, clusters=codes):
-        den = w @ pf.T
         with np.errstate(invalid="ignore", divide="ignore"):
-            dist[i0 : i0 + w.shape[0], :, 0] = ratio(w @ a0.T, den)
-            dist[i0 : i0 + w.shape[0], :, 1] = ratio(w @ c0.T, den)
+            dist[i0 : i0 + w.shape[0], :, 0] = ratio(w @ a0.T, w @ pa.T)
+            dist[i0 : i0 + w.shape[0], :, 1] = ratio(w @ c0.T, w @ pc.T)
         i0 += w.shape[0]
     return dist
 
@@ -610,8 +626,9 @@ def _pareto_result(est, n_on, acc_v, cost_v, dist, prob, unit, acc_cell, cost_ce
 def _cell_means(data: xr.Dataset, accuracy: str, cost: str, order: tuple[str, str, str]):
     """Return the mean accuracy and cost over runs per (agent, task), and the agents.
 
-    Agents with no recorded cost are named in an :class:`UndefinedMetricWarning` (left off
-    the frontier).
+    No recorded cost at all is refused; agents with no recorded cost are named in an
+    :class:`UndefinedMetricWarning` (left off the frontier), agents whose scored tasks
+    lack a cost on some in a ``HierbenchWarning`` (``_warn_cost_gaps``).
     """
     if not isinstance(data, xr.Dataset):
         raise TypeError(
@@ -636,6 +653,11 @@ def _cell_means(data: xr.Dataset, accuracy: str, cost: str, order: tuple[str, st
     agents = [str(a) for a in data[order[0]].values]
     if len(agents) < 2:
         raise HierbenchError(f"`data` must hold at least 2 agents for a frontier; got {agents}")
+    if not np.isfinite(cost_cell).any():
+        raise HierbenchError(
+            f"`data.{cost}` records no value (every run NaN): there is no {accuracy}-{cost} frontier; "
+            f"record each run's {cost}, or read the {accuracy}s alone (hierbench.freq.success_rate)"
+        )
     pres = np.isfinite(acc_cell) & np.isfinite(cost_cell)
     no_cost = [
         a for i, a in enumerate(agents) if np.isfinite(acc_cell[i]).any() and not pres[i].any()
@@ -645,4 +667,22 @@ def _cell_means(data: xr.Dataset, accuracy: str, cost: str, order: tuple[str, st
             f"agents {no_cost} have no recorded {cost!r}: they are left off the frontier (NaN)",
             UndefinedMetricWarning,
         )
+    _warn_cost_gaps(acc_cell, cost_cell, agents, accuracy, cost, no_cost)
     return acc_cell, cost_cell, agents
+
+
+def _warn_cost_gaps(acc_cell, cost_cell, agents, accuracy: str, cost: str, skip: list[str]) -> None:
+    """Name the agents (not in ``skip``) with scored tasks that lack a cost, and how many, in a ``HierbenchWarning``."""
+    scored = np.isfinite(acc_cell)
+    gap = (scored & ~np.isfinite(cost_cell)).sum(1)
+    named = [f"{a} ({int(g)} of {int(n)})" for a, g, n in zip(agents, gap, scored.sum(1), strict=True)
+             if g and a not in skip]  # fmt: skip
+    if named:
+        warn_user(
+            f"{counted(len(named), 'agent')} ha{'s' if len(named) == 1 else 've'} scored tasks with no recorded "
+            f"{cost!r} (tasks without a {cost} of the tasks scored): {', '.join(named)}; each {accuracy} is over "
+            f"every scored task and each {cost} over the tasks with one, so the two rest on different tasks, and "
+            f"where the {cost} went missing more on some tasks (solved, or failed) than on others the mean {cost} "
+            "leans towards the rest",
+            HierbenchWarning,
+        )

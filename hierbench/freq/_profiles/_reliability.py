@@ -70,6 +70,8 @@ class ReliabilityResult(ResampledResult):
     n_tasks: xr.DataArray
     attrs: dict = field(default_factory=dict)
 
+    _estimate_label = "reliability metrics (consistency: pass^{k})"
+
     def table(self) -> str:
         """Return the profile as text, one line per agent and metric (rates in %, ECE/Brier/severity as numbers).
 

@@ -55,6 +55,7 @@ from ..._base import UndefinedWarning
 from ..._base import as_rng
 from ..._base import check_prob
 from ..._base import entry_names
+from ..._base import input_label
 from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import renamed_kwargs
@@ -178,6 +179,10 @@ class ConfidenceSequenceResult(Result):
     shuffled : bool
         Whether the order is a random permutation drawn by the call (the
         repr says which; so does ``ci.attrs["task_order"]``).
+    agent_a, agent_b : str or None
+        For a paired difference ``x - y``, the agents compared: each input's
+        scalar ``agent`` coordinate, else its name where the two differ, else
+        ``"x"`` / ``"y"`` (None for one sample).
 
     The repr shows the final position of each stream only; ``to_frame()``
     has one row per stream at the final position (``to_dataset()`` keeps
@@ -190,6 +195,8 @@ class ConfidenceSequenceResult(Result):
     dim: str = "task"
     order: xr.DataArray | None = None
     shuffled: bool = False
+    agent_a: str | None = None
+    agent_b: str | None = None
 
     @property
     def bounds(self) -> xr.DataArray:
@@ -204,11 +211,14 @@ class ConfidenceSequenceResult(Result):
         )
 
     def to_dataset(self) -> xr.Dataset:
-        """``ci`` (also as ``bounds``), ``estimate``, ``n`` and ``order`` over the whole path."""
+        """``ci`` (also as ``bounds``), ``estimate``, ``n`` and ``order`` over the whole path.
+
+        The attrs are the interval's, with ``dim``, ``shuffled`` and the agents of a difference.
+        """
         data = {"ci": self.ci, "bounds": self.ci, "estimate": self.estimate, "n": self.n}
         if self.order is not None:
             data["order"] = self.order
-        return xr.Dataset(data, attrs=dict(self.ci.attrs))
+        return xr.Dataset(data, attrs={**self.ci.attrs, **self._plain_attrs()})
 
     def to_frame(self) -> pd.DataFrame:
         """One row per stream (agent) at the final position, interval ends as columns."""
@@ -219,8 +229,9 @@ class ConfidenceSequenceResult(Result):
     def _repr_lines(self) -> list[str]:
         lines = self.final()._repr_lines()
         order = "in a random order drawn by shuffle=True" if self.shuffled else "in the order given"
+        of = "" if self.agent_a is None else f" of the mean difference {self.agent_a} - {self.agent_b}"
         lines[0] = (
-            f"ConfidenceSequenceResult: running {interval_label(self.ci)} sequence over "
+            f"ConfidenceSequenceResult: running {interval_label(self.ci)} sequence{of} over "
             f"{int(self.n.values[-1])} {self.dim}s {order}; after the last:"
         )
         return lines
@@ -383,8 +394,7 @@ def confidence_sequence(
     prob : float
         Coverage ``1 - alpha``, simultaneously over all times.
     breaks : int
-        Grid of candidate means ``0, 1/breaks, ..., 1`` (on the [0, 1] scale).
-        Bounds are widened by one grid step, so the grid never under-covers.
+        Grid of candidate means ``0, 1/breaks, ..., 1`` ([0, 1] scale); bounds widened by one step.
     running_intersection : bool
         Intersect the sets over time (still valid; bounds become monotone).
     theta : float
@@ -438,13 +448,20 @@ def confidence_sequence(
         b = 2 * b - 1
     b = b.reshape(*z.shape, 2)
     n = xr.DataArray(np.arange(1, z.sizes[task_dim] + 1), dims=task_dim, coords={task_dim: z[task_dim].values})
-    est = (values.astype(float).cumsum(task_dim) / n).transpose(*z.dims)
     bounds = _sequence_interval(b, z, task_dim, prob, y is not None, breaks, combine, running_intersection)
     bounds.attrs["task_order"] = ("a uniformly random permutation drawn by shuffle=True (the result's `order`)"
                                   if shuffle else "as given: the order of `x` (the guarantee assumes it is random)")
+    est = (values.astype(float).cumsum(task_dim) / n).transpose(*z.dims)
     if not shuffle:
         _warn_outside(est.isel({task_dim: -1}).values, b, z, interval_label(bounds), prob)
-    return ConfidenceSequenceResult(ci=bounds, estimate=est, n=n, dim=task_dim, order=order, shuffled=bool(shuffle))
+    return ConfidenceSequenceResult(ci=bounds, estimate=est, n=n, dim=task_dim, order=order, shuffled=bool(shuffle),
+                                    **_pair_names(x, y))  # fmt: skip
+
+
+def _pair_names(x: xr.DataArray, y: xr.DataArray | None) -> dict[str, str | None]:
+    """``agent_a`` / ``agent_b`` of a paired sequence (``input_label``); None for one sample."""
+    return {"agent_a": None, "agent_b": None} if y is None else {
+        "agent_a": input_label(x, y, "x"), "agent_b": input_label(y, x, "y")}
 
 
 def _sequence_interval(b, z, task_dim, prob, paired, breaks, combine, running_intersection) -> xr.DataArray:

@@ -623,6 +623,10 @@ class SuccessRateResult(Result):
         inside (0, 1): no spread measured, warned with a ``ZeroWidthIntervalWarning``),
         ``"the clusters carry the mean evenly: the t interval may fall short"``, ``"too few
         clusters"`` / ``"too few tasks"`` (fewer than 2: no interval, NaN).
+    ci_kind : xarray.DataArray or None
+        Per agent, the kind of its interval: ``"t"`` (the logit t interval) or
+        ``"bounded-mean"`` (the bound, where ``ci_flag`` names one), as ``PassKResult.ci_kind``;
+        ``to_frame()`` gives each row its own kind where ``ci.attrs["ci_kind"]`` is ``"mixed"``.
     """
 
     micro: xr.DataArray
@@ -637,11 +641,19 @@ class SuccessRateResult(Result):
     n_tasks_not_run: xr.DataArray
     df: xr.DataArray | None = None
     ci_flag: xr.DataArray | None = None
+    ci_kind: xr.DataArray | None = None
 
     @property
     def estimate(self) -> xr.DataArray:
         """The micro success rate (``micro``), under the house name."""
         return self.micro.rename("estimate")
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per agent; with ``ci_kind`` given, the column names each row's kind (not "mixed")."""
+        df = super().to_frame()
+        if self.ci_kind is not None:
+            df["ci_kind"] = np.asarray(self.ci_kind.transpose(*self.estimate.dims).values, dtype=object).ravel()
+        return df
 
     def _repr_lines(self) -> list[str]:
         """The quantity, the interval's level and kind, and what it is for (tasks or clusters as the unit)."""
@@ -649,7 +661,7 @@ class SuccessRateResult(Result):
         unit = over.split("(the ")[1].split(" as the sampling unit")[0] if "(the " in over else "tasks"
         return [f"{type(self).__name__}: success rate, mean over tasks of each task's mean score, "
                 f"{interval_label(self.ci)} interval for {over.split(' (')[0]} (the {unit} as the unit)",
-                *self._cell_lines()]
+                *self._cell_lines(), *self._elided_flags(self.ci_flag)]
 
     def _cell_notes(self) -> xr.DataArray | None:
         """Each flagged agent's ``ci_flag``, after its line in the repr."""
@@ -667,8 +679,8 @@ def _zero_width_why(cell: xr.DataArray, flag: xr.DataArray, task_dim: str) -> xr
 
 def _rate_interval(
     micro: xr.DataArray, cell: xr.DataArray, data, cluster, prob: float, task_dim: str
-) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray, xr.DataArray, str | None]:
-    """:func:`success_rate`'s ``(standard_error, df, ci, ci_flag, unit)``: ``pass_hat_k``'s interval on the task means.
+) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray, xr.DataArray, str | None, xr.DataArray]:
+    """:func:`success_rate`'s ``(standard_error, df, ci, ci_flag, unit, ci_kind)``: ``pass_hat_k``'s interval on the task means.
 
     The one rule of ``_passk.mean_interval`` (``_interval`` with tasks as the unit, ``cluster_interval`` with
     task clusters; their flags ``_logit_t.flag_ladder``), applied to the per-task mean scores:
@@ -689,15 +701,15 @@ def _rate_interval(
     df_text = "no df (too few units)" if ok.size == 0 else (
         f"{ok.min():.3g} df" if np.ptp(ok) < 5e-4 * ok.min() else f"{ok.min():.3g} to {ok.max():.3g} df by agent (`df`)"
     )
-    bound = flag.isin(BOUND_FLAGS)
-    kinds = sorted(set(np.where(bound.values, "bounded-mean", "t").ravel().tolist()))
+    kind_of = xr.where(flag.isin(BOUND_FLAGS), "bounded-mean", "t").astype(object).rename("ci_kind")
+    kinds = sorted(set(np.asarray(kind_of.values, dtype=object).ravel().tolist()))
     kind = kinds[0] if len(kinds) == 1 else "mixed"
     detail = (f"success_rate, pass_hat_k(data, 1)'s rule on the per-task mean scores: {how.format(df_text)}, "
               "expit(logit(m) +- t * se / (m (1 - m))); in the cells whose `ci_flag` names a bound (every task "
               "scored 0 or 1, or few tasks carry the mean) the distribution-free bound of the mean of values in "
               "[0, 1] instead" + ("" if codes is None else ", taken over the clusters"))
     ci = make_interval(lo, hi, prob=prob, kind=kind, detail=detail, zero_width_why=_zero_width_why(cell, flag, task_dim))
-    return se.rename("standard_error"), df.rename("df"), ci, flag.astype(object).rename("ci_flag"), unit
+    return se.rename("standard_error"), df.rename("df"), ci, flag.astype(object).rename("ci_flag"), unit, kind_of
 
 
 @renamed_kwargs(dim="run_dim")
@@ -769,7 +781,7 @@ def success_rate(
     n_tasks = ran.sum(task_dim)
     micro = cell.mean(task_dim)
     key = "auto" if cluster == "cluster" else cluster
-    se, df, ci, flag, unit = _rate_interval(micro, cell, y, key, prob, task_dim)
+    se, df, ci, flag, unit, kind_of = _rate_interval(micro, cell, y, key, prob, task_dim)
     warn_no_interval("success_rate", flag, ci, n_tasks)
     by_tag = None
     macro = xr.full_like(micro, np.nan)
@@ -799,5 +811,6 @@ def success_rate(
         n_tasks_not_run=(~ran).sum(task_dim).rename("n_tasks_not_run"),
         df=df,
         ci_flag=flag,
+        ci_kind=kind_of,
     )
     return with_counts_hash(res, data)

@@ -189,7 +189,7 @@ class PassKResult(Result):
     def to_dataset(self) -> xr.Dataset:
         """All fields as one :class:`xarray.Dataset` (attrs of ``estimate`` carried over)."""
         ds = super().to_dataset()
-        ds.attrs = dict(self.estimate.attrs)
+        ds.attrs = {**self.estimate.attrs, **ds.attrs}
         return ds
 
     def to_frame(self) -> pd.DataFrame:
@@ -210,7 +210,7 @@ class PassKResult(Result):
             f"{type(self).__name__}: {a.get('quantity', '?')}, mean of the {per_task} per-task values, "
             f"{interval_label(self.ci)} interval for {str(a.get('over', POPULATION_OVER)).split(' (')[0]}"
         ]
-        lines += self._cell_lines()
+        lines += self._cell_lines() + self._elided_flags(self.ci_flag)
         nt = self.n_tasks
         if "k" in nt.dims and nt.sizes["k"] > 1 and bool((nt != nt.isel(k=0)).any()):
             lines.append(f"  {_K_TASKS_DIFFER}")

@@ -45,7 +45,6 @@ from ..._base import DEFAULT_PROB
 from ..._base import HierbenchError
 from ..._base import Result
 from ..._base import UndefinedWarning
-from ..._base import _shown_cells
 from ..._base import as_rng
 from ..._base import check_choice
 from ..._base import check_prob
@@ -180,12 +179,6 @@ class BootstrapResult(Result):
     ci_flag: xr.DataArray | None = None
     attrs: dict = field(default_factory=dict)
 
-    def to_dataset(self) -> xr.Dataset:
-        """All fields as one :class:`xarray.Dataset` (attrs carried over)."""
-        ds = super().to_dataset()
-        ds.attrs = dict(self.attrs)
-        return ds
-
     def to_frame(self) -> pd.DataFrame:
         """One row per agent (or pair): estimate, interval ends, SE and counts (no resamples)."""
         df = super().to_frame()
@@ -199,12 +192,7 @@ class BootstrapResult(Result):
     def _repr_lines(self) -> list[str]:
         """What was estimated and resampled (``_header``), each output's line, the flagged ones it hides."""
         lines = [f"{type(self).__name__}: {self._header()}", *super()._repr_lines()[1:]]
-        notes = self._cell_notes()
-        if notes is not None:
-            hidden = np.delete(notes.values.astype(bool), _shown_cells(notes.size))
-            if hidden.any():
-                lines.append(f"  ({int(hidden.sum())} more flagged: see .ci_flag)")
-        return lines
+        return lines + self._elided_flags(self._cell_notes())
 
     def _header(self) -> str:
         """``mean cost, 95% percentile interval for a new draw of tasks, resampling 12 clusters of `repo```.

@@ -10,9 +10,11 @@ inflates the type-I error whenever agents interact with tasks.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from typing import TYPE_CHECKING
+from typing import ClassVar
 from typing import Literal
 
 import numpy as np
@@ -26,6 +28,7 @@ from ..._base import as_rng
 from ..._base import check_prob
 from ..._base import cluster_codes
 from ..._base import field_alias
+from ..._base import input_label
 from ..._base import renamed_kwargs
 from ..._base import warn_user
 from ..._docs import fill_doc
@@ -242,6 +245,9 @@ class PairedTestResult(Result):
         exactly 1/2: no majority, left out of McNemar), ``exact`` (the
         sign-flip p-value is exact) and ``n_permutations`` (the Monte Carlo
         sign patterns drawn; 0 when exact).
+    agent_a, agent_b : str
+        The agents compared (``a`` and ``b``): each input's scalar ``agent``
+        coordinate, else its name where the two differ, else ``"a"`` / ``"b"``.
     """
 
     mean_diff: xr.DataArray
@@ -260,8 +266,12 @@ class PairedTestResult(Result):
     p_value: xr.DataArray = field(default_factory=lambda: xr.DataArray(np.nan))
     test: str = ""
     test_reason: str = ""
+    agent_a: str = "a"
+    agent_b: str = "b"
 
     _dataset_exclude = ("distribution",)
+    _not_saved: ClassVar[Mapping[str, str]] = {"counts": "saved as one variable per key (n_tasks, n_excluded, ...)"}
+    _estimate_label = "mean paired difference over tasks ({agent_a} - {agent_b})"
 
     estimate = field_alias("mean_diff", "The mean paired difference (``mean_diff``), under the house name.")
 
@@ -287,7 +297,7 @@ class PairedTestResult(Result):
         for k, v in self.counts.items():
             ds[k] = v
         ds.attrs = {k: self.ci.attrs[k] for k in ("ci_prob", "ci_kind", "ci_detail") if k in self.ci.attrs}
-        ds.attrs.update(test=self.test, test_reason=self.test_reason)
+        ds.attrs.update(self._plain_attrs())  # test, test_reason and the two agents
         return ds
 
     def to_frame(self) -> pd.DataFrame:
@@ -393,7 +403,9 @@ def _recommended(flip: dict, n_units: int, unit: str, alpha: float) -> tuple[str
     return test, reason
 
 
-def _paired_result(out: dict, flip: dict, ci, dist, counts: dict, choice: tuple[str, str]) -> PairedTestResult:
+def _paired_result(
+    out: dict, flip: dict, ci, dist, counts: dict, choice: tuple[str, str], labels: tuple[str, str]
+) -> PairedTestResult:
     scalar = {k: xr.DataArray(v) for k, v in out.items() if k != "df"}
     p_boot, p_boot_mcse = _bootstrap_p(dist.values)
     p_perm = float(flip["p"][0])
@@ -414,6 +426,8 @@ def _paired_result(out: dict, flip: dict, ci, dist, counts: dict, choice: tuple[
         p_value=xr.DataArray(p_perm if choice[0] == "permutation" else float(out["p_t"])),
         test=choice[0],
         test_reason=choice[1],
+        agent_a=labels[0],
+        agent_b=labels[1],
     )
 
 
@@ -517,4 +531,4 @@ def paired_test(
     }
     n_units = int(both.sum()) if codes is None else int(np.unique(codes[both]).size)
     choice = _recommended(flip, n_units, "tasks" if codes is None else "clusters", 1 - prob)
-    return _paired_result(out, flip, ci, dist, counts, choice)
+    return _paired_result(out, flip, ci, dist, counts, choice, (input_label(a, b, "a"), input_label(b, a, "b")))

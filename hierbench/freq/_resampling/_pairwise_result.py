@@ -15,6 +15,7 @@ import textwrap
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from typing import ClassVar
 
 import numpy as np
 import xarray as xr
@@ -197,6 +198,8 @@ class PairwiseComparisonResult(Result):
     """
 
     table: xr.Dataset
+
+    _not_saved: ClassVar[dict[str, str]] = {"table": "the result itself: to_dataset() is this table (with estimate beside mean_diff)"}
 
     @property
     def estimate(self) -> xr.DataArray:

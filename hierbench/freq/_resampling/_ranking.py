@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field
-from dataclasses import fields
 from typing import TYPE_CHECKING
+from typing import ClassVar
 
 import numpy as np
 import xarray as xr
@@ -109,17 +109,17 @@ class RankResult(Result):
     attrs: dict = field(default_factory=dict)
 
     _dataset_exclude = ("distribution", "ranks")
+    _not_saved: ClassVar[dict[str, str]] = {"counts": "saved as one variable per key (n_tasks_missing, n_undefined)"}
 
     estimate = field_alias("observed_rank", "The observed rank (1 = best), under the house name.")
     ci = field_alias("rank_ci", "The bootstrap interval of the rank (``rank_ci``).")
 
     def to_dataset(self) -> xr.Dataset:
-        """Every field in one Dataset (resampled scores and ranks included)."""
-        names = [f.name for f in fields(self) if isinstance(getattr(self, f.name), xr.DataArray)]
-        ds = xr.Dataset({n: getattr(self, n) for n in names})
+        """Every field in one Dataset (resampled scores and ranks included, the counts as variables)."""
+        ds = super().to_dataset()
+        ds["distribution"], ds["ranks"] = self.distribution, self.ranks
         for k, v in self.counts.items():
             ds[k] = v
-        ds.attrs = dict(self.attrs)
         return ds
 
     def to_frame(self) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import ClassVar
 
 import numpy as np
 import xarray as xr
@@ -103,6 +104,13 @@ class VarianceComponentsResult(Result):
     _pair_var: np.ndarray | None = field(default=None, compare=False)
 
     _dataset_exclude = ()
+    _not_saved: ClassVar[dict[str, str]] = {
+        "component_names": "the coordinate component",
+        "sources": "the coordinate source",
+        "estimates_raw": "the variable variance_raw",
+        "anova_raw": "the variable anova_estimate",
+        "design": "the attr design_kind (the attr design holds the formula, as the views' attrs do)",
+    }
 
     # -- views -----------------------------------------------------------------
     def _attrs(self) -> dict:
@@ -519,8 +527,12 @@ class VarianceComponentsResult(Result):
         """Return the result as an ``xr.Dataset``.
 
         ``estimate``, ``ci``, ``se``, ``variance`` (= estimate), ``variance_raw``,
-        ``truncated``, ``anova_estimate`` over ``component``; ``sum_sq``, ``df``, ``mean_sq``
-        over ``source``.
+        ``truncated``, ``anova_estimate`` over ``component``; ``cov`` (the estimates'
+        covariance) over ``(component, component_b)``; ``sum_sq``, ``df``, ``mean_sq``
+        over ``source``. The attrs hold the design (``design`` the formula, ``design_kind``),
+        ``e_rho2``, ``phi`` and every plain field: the fit's record (``fit_info``: REML's
+        ``converged`` and ``message``), ``ci_method``, ``prob``, ``sizes`` (the facet sizes a
+        D-study is at), ``confounded``, ``dropped``, ``note``.
         """
         anova = self.anova
         ds = xr.Dataset(
@@ -535,12 +547,18 @@ class VarianceComponentsResult(Result):
                 "sum_sq": anova["sum_sq"],
                 "df": anova["df"],
                 "mean_sq": anova["mean_sq"],
+                "cov": xr.DataArray(
+                    self.cov, dims=("component", "component_b"),
+                    coords={"component": list(self.component_names), "component_b": list(self.component_names)},
+                ),
             }
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", HierbenchWarning)
             ds.attrs = {
+                **self._plain_attrs(),
                 "design": self.formula,
+                "design_kind": self.design,
                 "method": self.method,
                 "measurement": str(self.measurement),
                 "facets": list(self.facets),
