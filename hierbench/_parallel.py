@@ -36,7 +36,7 @@ before the cluster starts::
     dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None})
 
 A thread pool runs the pieces in this process: the package's studies and
-fits warn when given one (:func:`warn_threads`), since Python keeps warning
+fits warn when given one (``warn_threads``), since Python keeps warning
 filters once per process. A process pool works the same way; start it with
 ``mp_context=multiprocessing.get_context("spawn")`` (a forked child inherits
 the parent's running threads, such as a sampler's).
@@ -181,7 +181,7 @@ def map_seeded(
         False where a piece changes what Python keeps for the whole process
         (warning filters: a fit, a study that counts its folds' warnings;
         BLAS thread limits): on a thread pool the pieces then warn
-        (:func:`warn_threads`).
+        (``warn_threads``).
 
     Returns
     -------
