@@ -191,8 +191,11 @@ def test_start_is_the_mode_and_the_laplace_covariance():
     np.testing.assert_allclose(start.mode, mean, atol=1e-5)
     # a Gaussian posterior: the Laplace covariance is the posterior's own
     np.testing.assert_allclose(start.factor @ start.factor.T, np.diag(sd**2), rtol=1e-4, atol=1e-8)
-    draws = np.stack([start(s) for s in range(4000)])
-    np.testing.assert_allclose(draws.std(axis=0), sd, rtol=0.05)  # 4,000 draws: sd within ~2.2%
+    # each draw sets BLAS to one thread and back (about 1 ms): 1,000 draws, not 4,000. A sample
+    # sd's relative Monte Carlo error is 1 / sqrt(2 x 999) = 2.2% here; rtol 0.10 is 4.5 of them
+    # (0.05 was 4.5 at 4,000 draws); these draws are 1.3% and 1.0% off
+    draws = np.stack([start(s) for s in range(1000)])
+    np.testing.assert_allclose(draws.std(axis=0), sd, rtol=0.10)
 
 
 @pytest.mark.slow

@@ -315,7 +315,9 @@ def test_realised_score_interval_covers_with_correlated_runs():
         resp = xr.Dataset({"n_runs": ("task", np.full(n_obs, R)), "n_success": ("task", y[idx].astype(float))},
                           coords={"task": idx.astype(str)})
         for ic, b in banks.items():
-            lo, hi = irt_score(b, resp, prob=0.9, n_runs=R, rng=rep).ci.values
+            # the interval only: the person-fit check (misfit_level) comes after it and does not
+            # change it (the 400 intervals are bit-identical with it), a quarter of the time
+            lo, hi = irt_score(b, resp, prob=0.9, n_runs=R, misfit_level=None, rng=rep).ci.values
             hits[ic] += lo <= (y / R).mean() <= hi
     assert hits[icc] / n_rep >= 0.9 - 3 * np.sqrt(0.09 / n_rep), hits
     assert hits[0.0] / n_rep < 0.8, hits

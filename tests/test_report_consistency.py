@@ -1,7 +1,9 @@
 """report: a fit and a log that disagree on task clusters, and the two halves' tables that disagree.
 
 The clustered fixtures are tiny crossed fits (draws=100, tune=100, chains=2) of
-one simulated log with four task clusters, fitted once per module.
+one simulated log with four task clusters, fitted once per module; the report of each
+fit on that log (``build``'s defaults, seed 0, 99 resamples) is written once too, and
+read by every test that needs it.
 """
 
 import re
@@ -38,6 +40,25 @@ def unclustered_fit(clustered):
     return _fit(clustered[0].drop_vars("cluster"))
 
 
+def _report(fit, ds, folder) -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build(fit, ds, path=folder / "r.md", n_resamples=99, progress=False).read_text()
+
+
+@pytest.fixture(scope="module")
+def clustered_report(clustered, tmp_path_factory):
+    """The clustered fit's report on its own log (built once: two tests read it)."""
+    ds, fit = clustered
+    return _report(fit, ds, tmp_path_factory.mktemp("clustered"))
+
+
+@pytest.fixture(scope="module")
+def unclustered_report(clustered, unclustered_fit, tmp_path_factory):
+    """The report of the fit without clusters on the clustered log (built once: two tests read it)."""
+    return _report(unclustered_fit, clustered[0], tmp_path_factory.mktemp("unclustered"))
+
+
 @pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_fit_with_clusters_refuses_a_log_read_without_them(clustered):
     ds, fit = clustered
@@ -69,15 +90,13 @@ def test_report_refuses_the_mismatched_pair(clustered, tmp_path):
 
 
 @pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
-def test_clusters_in_the_log_only_are_said_in_the_report(clustered, unclustered_fit, tmp_path):
+def test_clusters_in_the_log_only_are_said_in_the_report(clustered, unclustered_fit, unclustered_report):
     ds, fit = clustered
     assert cluster_note(fit, ds) is None  # both halves use the clusters
     assert cluster_note(unclustered_fit, ds.drop_vars("cluster")) is None  # neither does
     check_fit_data(unclustered_fit, ds)  # a model without clusters is a legitimate fit of this log
     n_clusters = len(set(map(str, ds["cluster"].values)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        text = build(unclustered_fit, ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+    text = unclustered_report  # build(unclustered_fit, ds, n_resamples=99)
     note = re.search(r"Clusters in one half only: [^\n]*", text)
     assert note is not None
     assert f"{n_clusters} clusters" in note.group(0)
@@ -128,18 +147,16 @@ def _variance_section(md: str) -> tuple[str, dict[str, dict[str, str]]]:
 @pytest.mark.parametrize("fit_has_clusters", [True, False])
 @pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_variance_section_does_not_call_rows_with_other_terms_one_component(
-    clustered, unclustered_fit, tmp_path, fit_has_clusters
+    clustered_report, unclustered_report, fit_has_clusters
 ):
     """With task clusters G-theory also estimates agent:cluster, which a crossed fit without clusters
     folds into its agent x task effect (a fit with clusters has its own agent x cluster effect); a
     fit without clusters also sums `task` where G-theory sums cluster + task:cluster. The section said
     "so both methods describe the same component" of every row.
     """
-    ds, fit = clustered
-    fit = fit if fit_has_clusters else unclustered_fit
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        md = build(fit, ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+    # the report of the fit with (or without) clusters on the clustered log (both are module
+    # fixtures named here, so that xdist keeps the module's tests on one worker: conftest.py)
+    md = clustered_report if fit_has_clusters else unclustered_report
     text, rows = _variance_section(md)
     assert "both methods describe the same component" not in text
     for name, row in rows.items():
@@ -186,11 +203,8 @@ def test_passk_table_marks_where_the_two_methods_part():
 
 
 @pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
-def test_passk_section_counts_and_explains_disagreement(clustered, tmp_path):
-    ds, fit = clustered
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        md = build(fit, ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+def test_passk_section_counts_and_explains_disagreement(clustered_report):
+    md = clustered_report  # build(fit, ds, n_resamples=99) of the clustered fit and its log
     part = md.split("## Reliability: pass^k")[1].split("\n## ")[0]
     lines = [r for r in part.splitlines() if r.startswith("| ")]
     cols = [c.strip() for c in lines[0].split("|")[1:-1]]

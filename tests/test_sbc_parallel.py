@@ -1,11 +1,13 @@
 """benchmarks/sbc.py on a process pool: the serial study's records, written in replicate order.
 
-Reference: the serial run of the same study in the same test (same seed): every
-record but its wall time must match it, in the file as in the returned list.
+Reference: the serial run of the same study (same seed): every record but its wall
+time must match it, in the file as in the returned list. That serial study is run once
+per module (``serial_study``) and read by the pool test and by the stale test.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import multiprocessing
 import warnings
@@ -14,17 +16,29 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 
 
+@pytest.fixture(scope="module")
+def serial_study(tmp_path_factory):
+    """``sbc.run`` of beta_binomial/small, 4 replicates, seed 5, 2 chains, here: (records, its file)."""
+    import sbc
+
+    path = tmp_path_factory.mktemp("sbc") / "serial.jsonl"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        recs = sbc.run(["beta_binomial"], ["small"], 4, str(path), seed=5, chains=2)
+    return recs, path
+
+
 @pytest.mark.slow
-def test_sbc_run_on_a_spawned_pool_with_warm_workers_writes_the_serial_records(tmp_path):
+def test_sbc_run_on_a_spawned_pool_with_warm_workers_writes_the_serial_records(serial_study, tmp_path):
     import sbc
 
     def strip(recs):
         return [{k: v for k, v in r.items() if k != "wall"} for r in recs]
 
     kw = {"seed": 5, "chains": 2}
+    serial = serial_study[0]  # the same study run here: sbc.run(..., 4, seed=5, chains=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        serial = sbc.run(["beta_binomial"], ["small"], 4, str(tmp_path / "serial.jsonl"), **kw)
         with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
             pooled = sbc.run(["beta_binomial"], ["small"], 4, str(tmp_path / "pool.jsonl"), executor=pool, warm=2, **kw)
     written = [json.loads(line) for line in (tmp_path / "pool.jsonl").read_text().splitlines()]
@@ -35,7 +49,7 @@ def test_sbc_run_on_a_spawned_pool_with_warm_workers_writes_the_serial_records(t
 
 
 @pytest.mark.slow
-def test_stale_replays_a_study_and_names_what_changed_in_one_that_other_code_made(tmp_path):
+def test_stale_replays_a_study_and_names_what_changed_in_one_that_other_code_made(serial_study, tmp_path):
     """Reference: a study just written by this code replays (every replayed record the same);
     the same study with one rank moved and its ``study`` removed (as in the records of older
     code: seed, count and settings then read off the file and its records) is stale at that
@@ -45,8 +59,9 @@ def test_stale_replays_a_study_and_names_what_changed_in_one_that_other_code_mad
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        recs = sbc.run(["beta_binomial"], ["small"], 4, str(tmp_path / "now.jsonl"), seed=5, chains=2)
-        rows = sbc.stale([str(tmp_path / "now.jsonl")], first=2)
+        # a study just written by this code: the module's, seed 5, 4 replicates (copied: changed below)
+        recs, now = copy.deepcopy(serial_study[0]), serial_study[1]
+        rows = sbc.stale([str(now)], first=2)
         assert [(r["replayed"], r["same"], r["first_difference"]) for r in rows] == [(2, 2, None)]
         # a resumed study's file (--start-rep 2) replays its own first records, not replicates 0-1
         resumed = tmp_path / "resumed.jsonl"
