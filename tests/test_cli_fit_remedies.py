@@ -45,6 +45,7 @@ def short_fit(tmp_path_factory):
     return root, log, fit, args, err.getvalue()
 
 
+@pytest.mark.slow  # a small fit (module fixture) and a refit or report: the full suite, not the fast lane
 def test_the_warning_says_to_leave_draws_out_and_that_converges(short_fit, capsys):
     root, _, fit, args, err = short_fit
     assert not int(load_fit(fit).attrs["diag_converged"])  # the premise: 60 draws cannot reach ESS 200
@@ -59,6 +60,7 @@ def test_the_warning_says_to_leave_draws_out_and_that_converges(short_fit, capsy
     assert "did not converge" not in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a small fit (module fixture) and a refit or report: the full suite, not the fast lane
 def test_the_report_says_what_to_do_about_a_fit_that_did_not_converge(short_fit, capsys):
     root, _, fit, _, _ = short_fit
     assert main(["report", str(fit), "--quiet", "-o", str(root / "r.md")]) == 0
@@ -68,6 +70,7 @@ def test_the_report_says_what_to_do_about_a_fit_that_did_not_converge(short_fit,
     assert "the Convergence section gives each check and what to do." in md
 
 
+@pytest.mark.slow  # a small fit (module fixture) and a refit or report: the full suite, not the fast lane
 def test_a_cluster_mismatch_names_the_flag_once(short_fit, capsys):
     root, log, fit, _, _ = short_fit
     # the log without --cluster: the fit's model has clusters, the data none

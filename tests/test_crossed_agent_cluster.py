@@ -96,6 +96,7 @@ def test_a_new_task_draws_a_fresh_agent_x_cluster_effect(clustered_fit):
             assert abs(_new_task_mean(float(p.ability[m]), without) - expected) > 1e-3
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_the_posterior_predictive_adds_each_agents_effect_on_the_tasks_cluster(clustered_fit):
     """Per (agent, cluster): the predictive successes' mean over draws against the expectation
     computed from the posterior's reported effects by quadrature (a fresh agent x task effect

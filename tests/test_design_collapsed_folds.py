@@ -62,6 +62,7 @@ def mixed():
     return data, flat, study, rec, kw
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_a_collapsed_fold_is_nan_where_the_model_scores_and_is_said_once(mixed):
     """NaN exactly for the IRT-scored selections of the agent whose bank collapsed (and its misfit sd, not
     measured); finite everywhere else; bank_collapsed as the direct fits say; one warning naming that agent
@@ -191,6 +192,7 @@ def test_a_collapsed_working_bank_falls_back_as_assisted_adaptive_does(three_fla
         assert float(got.misfit_z) == pytest.approx(float(ref.misfit_z[0]), rel=1e-12)
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_choose_working_model_does_not_pick_a_collapsed_candidate(three_flat):
     """On agents 0-2 the 2PL has the smallest cross-fitted criterion, but its bank on all three collapses (the
     direct fit in the fixture): the next smallest usable candidate is chosen, and one warning says why. With

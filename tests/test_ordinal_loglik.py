@@ -86,6 +86,7 @@ def test_hook_equals_pymc_logp_at_posterior_draws(case, wine_fit, shared_data):
     np.testing.assert_allclose(got.values, want.values, rtol=0, atol=1e-10)
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_loo_runs_on_an_ordinal_fit(wine_fit):
     """ArviZ's PSIS-LOO on the hook's group: a finite elpd over the 72 ratings, below the in-sample lppd."""
     fit = wine_fit[1]

@@ -53,6 +53,7 @@ def test_pairwise_text_names_the_independence_the_model_assumes(battles_report):
     assert "they need the run log" not in text
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_rank_text_points_to_a_counterpart_that_takes_battles(battles_report):
     from hierbench.freq import fit_bradley_terry_ml
 

@@ -131,6 +131,7 @@ def test_interval_row_names_the_time_horizons_interval(tmp_path):
     assert f"time horizons: {kind}" in row and "50 resamples" in row
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_seed_row_says_the_given_results_were_not_drawn_with_the_reports_rng(tmp_path, clustered):
     """Finding 4: a bootstrap given with rng=5 and a comparison with rng=3: the row said only "rng=0".
     The freq functions record an int seed (``rng_seed``), which the row quotes; a result drawn from a

@@ -72,6 +72,7 @@ def test_fit_with_clusters_refuses_a_log_read_without_them(clustered):
     assert "`--cluster`" in msg  # how to fix it
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_fit_with_clusters_refuses_a_task_in_another_cluster(clustered):
     ds, fit = clustered
     task = str(ds["task"].values[5])

@@ -202,6 +202,7 @@ def test_heatmap_rows_follow_the_reports_order_and_the_caption_says_so(bb_report
         "agents by mean score per task" in md
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_the_section_reads_as_sentences_with_its_caveats(bb_report):
     _, md, _ = bb_report
     section = md.split("## Does A beat B?")[1].split("\n## ")[0]
