@@ -801,10 +801,6 @@ def _undefined_why(ctx: _Context, boot) -> pd.Series:
     over its one cluster was NaN there). The task bootstrap without the clusters gives an interval over
     its tasks; of one task none can be had. ``""`` for the other agents; empty without data.
     """
-    import warnings
-
-    from .._base import cluster_codes
-
     data = ctx.data
     if data is None or "score" not in data or "agent" not in data.dims:
         return pd.Series(dtype=object)
@@ -813,9 +809,7 @@ def _undefined_why(ctx: _Context, boot) -> pd.Series:
     attrs = getattr(boot, "attrs", {})
     cc = None
     if attrs.get("resample_unit") == "cluster" and "cluster" in data.coords:
-        with warnings.catch_warnings():  # tasks without a label: warned where the log was read
-            warnings.simplefilter("ignore")
-            cc = cluster_codes(data)
+        cc = _quiet_cluster_codes(data)
     column = attrs.get("cluster_column") or cluster_label(data)
     out = []
     for row in scored:
@@ -1236,17 +1230,22 @@ class ClusterWeights(str):
     means: pd.DataFrame | None = None
 
 
-def _pooled_cluster_means(data: xr.Dataset) -> tuple[float, float, int]:
-    """Over all agents: the mean score per task, per cluster (clusters weighing alike) and the number of clusters."""
+def _quiet_cluster_codes(data: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """``cluster_codes(data)`` without its warning on tasks without a label: warned where the log was read."""
     import warnings
 
     from .._base import cluster_codes
 
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cluster_codes(data)
+
+
+def _pooled_cluster_means(data: xr.Dataset) -> tuple[float, float, int]:
+    """Over all agents: the mean score per task, per cluster (clusters weighing alike) and the number of clusters."""
     score = data["score"]
     per_task = score.mean([d for d in score.dims if d != "task"]).to_series()
-    with warnings.catch_warnings():  # tasks without a label: warned where the log was read
-        warnings.simplefilter("ignore")
-        codes, labels = cluster_codes(data)
+    codes, labels = _quiet_cluster_codes(data)
     per_cluster = per_task.groupby(np.asarray(labels, dtype=object)[codes]).mean()
     return float(per_task.mean()), float(per_cluster.mean()), len(per_cluster)
 
@@ -1260,9 +1259,6 @@ def cluster_means(fit: xr.DataTree | None, data: xr.Dataset | None) -> pd.DataFr
     (labels as text). A task without a cluster label is its own cluster, as the fit takes it.
     None unless ``fit`` is a crossed fit with clusters and ``data`` has a ``cluster`` coord.
     """
-    import warnings
-
-    from .._base import cluster_codes
     from ._pairs import clustered_crossed
 
     if fit is None or data is None or "cluster" not in data.coords or "score" not in data or not clustered_crossed(fit):
@@ -1270,9 +1266,7 @@ def cluster_means(fit: xr.DataTree | None, data: xr.Dataset | None) -> pd.DataFr
     score = data["score"]
     cell = score.mean([d for d in score.dims if d not in ("agent", "task")]).transpose("agent", "task")
     per_task = pd.DataFrame(cell.values, index=[str(a) for a in data["agent"].values])
-    with warnings.catch_warnings():  # tasks without a label: warned where the log was read
-        warnings.simplefilter("ignore")
-        codes, labels = cluster_codes(data)
+    codes, labels = _quiet_cluster_codes(data)
     by_cluster = per_task.T.groupby(np.asarray(labels, dtype=object)[codes]).mean().T  # NaN: no task scored there
     return pd.DataFrame({"per task": per_task.mean(axis=1), "per cluster": by_cluster.mean(axis=1)})
 
