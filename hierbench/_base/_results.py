@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from typing import Any
 from typing import ClassVar
+from typing import Literal
 
 import numpy as np
 import xarray as xr
@@ -133,17 +134,30 @@ class Result:
         The fields left out are named by the class: ``_dataset_exclude`` (raw
         resamples and draws) and ``_not_saved`` (each with the reason); any
         other field it cannot store is named in a :class:`hierbench.HierbenchWarning`.
+
+        The attrs are Python values to read in memory (``ds.attrs["options"]["n_resamples"]``):
+        a dict stays a dict, a list a list, and a flag from a result's own attrs
+        a bool. netCDF holds none of a dict, a bool, or a list of mixed or nested
+        values, so a plain ``ds.to_netcdf(path)`` of such a Dataset fails with
+        xarray's ``TypeError: Invalid value for attr ...`` (netCDF4's ``illegal
+        data type for attribute`` for a bool). Write it with
+        :func:`hierbench.io.save_dataset`, which stores those attrs as JSON text
+        (named in its ``hierbench_json_attrs`` attr) and a bool as 0 / 1;
+        :func:`hierbench.io.load_dataset` gives the dicts and lists back, and
+        plain ``xr.open_dataset`` reads the file too (``json.loads`` of those
+        attrs gives them back).
         """
-        fields = self._saved_fields()
-        lost = [f"{f} ({type(getattr(self, f)).__name__})" for f in fields if not _storable(getattr(self, f))]
+        values = {f: getattr(self, f) for f in self._saved_fields()}
+        subs = {f: _as_dataset(v) for f, v in values.items()}  # once a field: an object's to_dataset may be costly
+        lost = [f"{f} ({type(v).__name__})" for f, v in values.items() if not _storable(v, subs[f])]
         if lost:
             warn_user(
                 f"{type(self).__name__}.to_dataset() cannot store the field(s) {', '.join(lost)}: they are "
                 "not in the Dataset, so a saved result lacks them; read them from the result itself",
                 HierbenchWarning,
             )
-        out = {f: getattr(self, f) for f in fields if isinstance(getattr(self, f), xr.DataArray)}
-        return self._with_dataset_fields(xr.Dataset(out, attrs=self._plain_attrs()))
+        out = {f: v for f, v in values.items() if isinstance(v, xr.DataArray)}
+        return self._with_dataset_fields(xr.Dataset(out, attrs=self._plain_attrs()), subs)
 
     def _saved_fields(self) -> list[str]:
         """The fields :meth:`to_dataset` holds: all but those ``_dataset_exclude`` and ``_not_saved`` name."""
@@ -176,16 +190,16 @@ class Result:
         clash = {f"attrs_{k}": x for k, x in merged.items() if k in out and json.dumps(x) != json.dumps(out[k])}
         return {**{k: x for k, x in merged.items() if k not in out}, **out, **clash}
 
-    def _with_dataset_fields(self, ds: xr.Dataset) -> xr.Dataset:
+    def _with_dataset_fields(self, ds: xr.Dataset, subs: Mapping[str, xr.Dataset | None]) -> xr.Dataset:
         """``ds`` with each Dataset field's variables and attrs as ``<field>_<variable>``, ``<field>_<attr>``.
 
-        A field holding an object with its own ``to_dataset`` (an item bank, a
-        score) counts as that Dataset. A dim it shares with ``ds`` stays one
-        dim where its size and labels are the same, else is renamed
-        ``<field>_<dim>``; so is a coordinate whose values differ.
+        ``subs``: each saved field's Dataset (``_as_dataset``: a field holding
+        an object with its own ``to_dataset``, an item bank or a score, counts
+        as that Dataset), None for the others, in the fields' order. A dim it
+        shares with ``ds`` stays one dim where its size and labels are the
+        same, else is renamed ``<field>_<dim>``; so is a coordinate whose values differ.
         """
-        for f in self._saved_fields():
-            sub = _as_dataset(getattr(self, f))
+        for f, sub in subs.items():
             if sub is not None:
                 ds = merge_prefixed(ds, sub, f)
         return ds
@@ -358,9 +372,12 @@ def json_ready(v: Any) -> Any:
     raise TypeError(f"a {type(v).__name__} cannot be written as JSON")
 
 
-def _storable(v: Any) -> bool:
-    """Whether :meth:`Result.to_dataset` can hold ``v``: None (nothing to hold), a DataArray, a Dataset, plain values."""
-    return v is None or isinstance(v, xr.DataArray | np.bool_) or _as_dataset(v) is not None or _plain(v)
+def _storable(v: Any, sub: xr.Dataset | None) -> bool:
+    """Whether :meth:`Result.to_dataset` can hold ``v``: None (nothing to hold), a DataArray, a Dataset, plain values.
+
+    ``sub`` is ``_as_dataset(v)``, which the caller has (an object's ``to_dataset`` is built once).
+    """
+    return v is None or isinstance(v, xr.DataArray | np.bool_) or sub is not None or _plain(v)
 
 
 def _plain(v: Any) -> bool:
@@ -464,31 +481,42 @@ def input_label(x: Any, other: Any, fallback: str) -> str:
     return fallback
 
 
-def fit_record(fit: Any, name: str) -> dict[str, Any]:
-    """A JSON record in a fit's root attrs (``hierbench_spec``, ``hierbench_structure``); ``{}`` if absent.
+def fit_record(fit: Any, name: str, *, unreadable: Literal["raise", "warn"] = "raise") -> dict[str, Any]:
+    """A JSON record in a fit's root attrs (``hierbench_spec``, ``fit_run``, ...); ``{}`` if absent.
 
-    The one reader of those attrs; a fit made elsewhere has none. A record that
-    is not a JSON object is refused with a :class:`HierbenchError` naming the
-    attr, rather than read as absent: a report or a metric built on it would
-    otherwise describe another model.
+    The one reader of those attrs; a fit made elsewhere has none. A record
+    held as a dict already (set in memory, not read from a file) is that dict.
+    A record that is not a JSON object (text that is not JSON, a JSON list, a
+    number) is unreadable: with ``unreadable="raise"`` (the default) it is
+    refused with a :class:`HierbenchError` naming the attr, rather than read as
+    absent, since a report or a metric built on it would otherwise describe
+    another model; with ``unreadable="warn"`` (advice, such as
+    ``hierbench.bayes.convergence_remedy``, which must not fail on the fit it
+    advises about) the same words are a :class:`HierbenchWarning` and the
+    record reads as absent, ``{}``: what would be read from it is left out.
     """
+    if unreadable not in ("raise", "warn"):
+        raise ValueError(f"`unreadable` must be 'raise' or 'warn'; got {unreadable!r}")
     attrs = getattr(fit, "attrs", None)
     raw = attrs.get(name) if isinstance(attrs, Mapping) else None
     if raw is None:
         return {}
+    why = ""
     try:
-        out = json.loads(raw)
+        out = raw if isinstance(raw, Mapping) else json.loads(raw)
     except (TypeError, ValueError) as exc:
-        raise HierbenchError(
-            f"the fit's attr {name!r} is not JSON ({exc}): it was not written by hierbench's fit "
-            "or was edited; refit, or drop the attr to read the fit as one made elsewhere"
-        ) from None
-    if not isinstance(out, dict):
-        raise HierbenchError(
-            f"the fit's attr {name!r} holds a JSON {type(out).__name__}, not the object hierbench "
-            "writes; refit, or drop the attr"
-        )
-    return out
+        why = f"the fit's attr {name!r} is not JSON ({exc}): it was not written by hierbench's fit or was edited"
+    else:
+        if not isinstance(out, Mapping):
+            why = f"the fit's attr {name!r} holds a JSON {type(out).__name__}, not the object hierbench writes"
+    if not why:
+        return dict(out)
+    if unreadable == "raise":
+        raise HierbenchError(f"{why}; refit, or drop the attr to read the fit as one made elsewhere")
+    warn_user(f"{why}; it is read as absent, so what would be read from it is left out: refit, or drop the attr",
+              HierbenchWarning)
+    return {}
+
 
 def settle_trend(points: Any, *, by: str = "") -> None:
     """Give a doubling time's trend points their warnings and refusal, the one way both halves do.

@@ -9,19 +9,10 @@ from __future__ import annotations
 
 import json
 
+from ..._base import fit_record
 from ._sampling import MAX_DRAWS
 
 __all__ = ["convergence_remedy"]
-
-
-def _record(attrs, key: str) -> dict:
-    """A JSON record among a fit's attrs (``sampler_settings``, ``fit_run``); ``{}`` if absent or unreadable."""
-    raw = attrs.get(key)
-    try:
-        out = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
-        return {}
-    return out if isinstance(out, dict) else {}
 
 
 def convergence_remedy(dt, cli: bool = True) -> str:
@@ -33,6 +24,11 @@ def convergence_remedy(dt, cli: bool = True) -> str:
     than the cap. Then the fit's own notes (``diag_advice``: the likely cause and its fix, in
     the Python builders' arguments). ``cli``: in the command line's words (``hierbench fit``'s
     flags); else in both the command's and the Python call's.
+
+    The records it reads (``sampler_settings``, ``fit_run``) are read by
+    ``hierbench._base.fit_record``; one that is not a JSON object (an edited
+    file) does not stop the advice: it is named in a :class:`hierbench.HierbenchWarning`
+    and read as absent, so the advice drawn from it is left out and the rest given.
     """
     a = dt.attrs
     conv = a.get("diag_converged")
@@ -44,7 +40,8 @@ def convergence_remedy(dt, cli: bool = True) -> str:
     except ValueError:
         checks = []
     mixing = any(not c.get("passed", True) for c in checks if c.get("check") in ("r_hat", "ess_bulk", "ess_tail"))
-    settings, run = _record(a, "sampler_settings"), _record(a, "fit_run")
+    settings = fit_record(dt, "sampler_settings", unreadable="warn")
+    run = fit_record(dt, "fit_run", unreadable="warn")
     parts = []
     if mixing and settings.get("draws_rule") == "fixed" and settings.get("draws"):
         n = int(settings["draws"])
