@@ -32,13 +32,19 @@ def _bb_fake():
                     mu=rng.uniform(0.4, 0.6, (2, 200, 2)), kappa=rng.uniform(2, 6, (2, 200, 2)))  # fmt: skip
 
 
+def _head(result) -> str:
+    """The repr's header, its lines (wrapped at the repr width) joined: all before the first cell, a0's."""
+    return " ".join(line.strip() for line in repr(result).split("\n  a0, ")[0].splitlines())
+
+
 def test_the_three_posterior_pass_k_headers_say_what_each_interval_is_for():
     fit = _bb_fake()
     cond = pass_hat_k(fit, k=2)
     real = pass_hat_k(fit, k=2, realised=True, rng=0)
     pop = pass_hat_k(fit, k=2, population=True)
-    heads = [repr(r).splitlines()[0] for r in (cond, real, pop)]
+    heads = [_head(r) for r in (cond, real, pop)]
     assert len(set(heads)) == 3
+    assert max(len(line) for r in (cond, real, pop) for line in repr(r).splitlines()) <= 100  # the house repr width
     assert "interval for the model's expected pass^k of these tasks given its parameters" in heads[0]
     assert "realised=True" in heads[0]
     assert "interval for these tasks' own pass^k" in heads[1]
@@ -48,7 +54,7 @@ def test_the_three_posterior_pass_k_headers_say_what_each_interval_is_for():
     # to the conditional expectation's spread, so its interval is wider for every agent
     width = lambda r: (r.ci.sel(ci_bound="upper") - r.ci.sel(ci_bound="lower")).values  # noqa: E731
     assert (width(real) > width(cond)).all()
-    at = repr(pass_at_k(fit, k=2)).splitlines()[0]
+    at = _head(pass_at_k(fit, k=2))
     assert "expected pass@k of these tasks" in at
 
 

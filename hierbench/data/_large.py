@@ -28,7 +28,9 @@ import xarray as xr
 
 from ._duplicates import copies_reason
 from ._records import DuplicatePolicy
+from ._records import _check_battles
 from ._records import _hive_keys
+from ._records import _Roles
 from ._records import _row_keys
 from ._schema import SCHEMA_VERSION
 from ._schema import EvalDataError
@@ -141,6 +143,20 @@ def _to_dataset(
         "binary": int(binary),
     }
     return ds
+
+
+def _refuse_battles(columns: list[str], cols: dict[str, str | None], source: str) -> None:
+    """Refuse a pairwise battle table read as a run log, named as the record reader names it.
+
+    The record reader's check (``_check_battles``): the agent column one side of battles
+    (``left`` / ``right``, ``home`` / ``away`` ...), its partner read by no role, beside a
+    verdict or a score per side. Only the column names are read, before any record is.
+    """
+    roles = _Roles(agent=cols["agent"], task=str(cols["task"]), run=cols["run"], score=str(cols["score"]),
+                   error=cols["error"], tag=None, cluster=None, extra={}, annotations={}, task_coords=(),
+                   agent_coords=())  # fmt: skip
+    used = {c for c in cols.values() if c is not None}
+    _check_battles(pd.DataFrame(columns=list(columns)), roles, source, used)
 
 
 # ---------------------------------------------------------------- DuckDB
@@ -430,6 +446,7 @@ def _reduce_sql(con, files: list[Path], root: Path | None, source: str, cols: di
     """The validated agent x task table of a Parquet log, and its record counts."""
     schemas = _describe(con, files, root)
     all_cols = _all_columns(schemas, cols, source)
+    _refuse_battles(all_cols, cols, source)
     others = [c for c in all_cols if c not in (cols["agent"], cols["task"], cols["score"], cols["error"])]
     selects = [_file_select(f, types, hive, cols, all_cols, others, mapping, nonempty) for f, types, hive in schemas]
     con.execute("CREATE VIEW src0 AS " + " UNION ALL ".join(selects))
@@ -526,7 +543,9 @@ def counts_from_parquet(
     Raises
     ------
     EvalDataError
-        A file that is not Parquet (named), missing columns, clashing
+        A file that is not Parquet (named), missing columns, a table of
+        pairwise battles (``agent`` one side, its partner read by no role:
+        :func:`hierbench.data.read_battles` reads those), clashing
         identifiers, duplicates, or rows breaking the schema (empty
         agent/task, score not numeric, outside [0, 1] or missing without an
         error flag, error values outside the vocabulary): one message with
@@ -839,6 +858,7 @@ def counts_from_dask(
     missing = {k: c for k, c in cols.items() if c is not None and c not in ddf.columns}
     if missing:
         raise missing_columns_error(missing, "", list(map(str, ddf.columns)))
+    _refuse_battles(list(map(str, ddf.columns)), cols, source)
     need_hash = duplicates == "drop" or (duplicates == "refuse" and run is None)
     args = (agent, task, score, run, error, mapping, nonempty, need_hash)
     meta = _derive(ddf._meta, *args)

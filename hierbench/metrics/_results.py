@@ -32,6 +32,7 @@ from .._base import Result
 from .._base import field_alias
 from .._base import interval_label
 from .._base import warn_user
+from .._base import wrap_repr
 
 __all__ = [
     "HeadToHeadResult",
@@ -123,12 +124,13 @@ for _op in _BINARY:
 
 
 def _lines_of(est: xr.DataArray, ci: xr.DataArray, head: str, limit: int = 8) -> list[str]:
-    """Up to ``limit`` finite cells ``label: estimate [lower, upper]``, the middle elided; the NaN cells counted.
+    """The ``head`` line, then up to ``limit`` finite cells ``label: estimate [lower, upper]``, the middle elided.
 
-    A NaN cell is not listed but counted in a last line (an agent against itself, NaN by
-    definition on an ``(agent, opponent)`` result, is not counted).
+    The head is wrapped at the house repr width (``wrap_repr``), as the other results'
+    sentences are. A NaN cell is not listed but counted in a last line (an agent against
+    itself, NaN by definition on an ``(agent, opponent)`` result, is not counted).
     """
-    lines = [head]
+    lines = wrap_repr([head])
     flat = est.stack(_cell=est.dims) if est.ndim > 1 else est.rename({est.dims[0]: "_cell"})
     lo = ci.sel(ci_bound="lower", drop=True)
     hi = ci.sel(ci_bound="upper", drop=True)
