@@ -172,10 +172,24 @@ def _encode(ds: xr.Dataset) -> xr.Dataset:
     layout = _layout_of(ds)
     ds = _encode_vars(ds)
     ds.attrs, kinds = _encode_attrs(dict(ds.attrs), native_lists=False)
-    if kinds:
-        ds.attrs[_JSON_MARK] = json.dumps(sorted(kinds))
+    listed = _listed_json(ds.attrs)  # a file's own marker, kept where the dataset came from one unread
+    if kinds or listed:
+        ds.attrs[_JSON_MARK] = json.dumps(sorted(set(kinds) | listed))
     ds.attrs[_LAYOUT_MARK] = json.dumps(layout)
     return ds
+
+
+def _listed_json(attrs: dict) -> set[str]:
+    """The attrs an earlier save listed as JSON text and that are still text (a file opened by plain xarray).
+
+    Without them, saving such a dataset with one new dict attr wrote a marker naming that attr
+    alone, and the earlier ones read back as text.
+    """
+    try:
+        names = json.loads(attrs.get(_JSON_MARK, "[]"))
+    except (TypeError, ValueError):
+        return set()
+    return {k for k in names if isinstance(k, str) and isinstance(attrs.get(k), str)} if isinstance(names, list) else set()
 
 
 def _restore_attr(value: object, kind: str) -> object:
