@@ -194,10 +194,13 @@ def test_a_grouping_named_model_plots_with_arviz_under_the_users_labels_and_the_
     with pytest.warns(HierbenchWarning, match=r"column 'model': in the fit its levels lie along the dim "
                       r"'model \(grouping\)', not 'model', because 'model' is the dim ArviZ's plots combine"):  # fmt: skip
         model = bayes.build_mixed(ds, "score ~ scaffold + (1|model) + (1|task)")
-    fit = bayes.fit(model, rng=3, **_SMALL)
+    # the posterior alone is read (the plots below draw its variables): no predictive, no log-likelihood
+    # (asking for either leaves the posterior's draws as they are)
+    posterior_only = {**_SMALL, "log_likelihood": False, "posterior_predictive": False}
+    fit = bayes.fit(model, rng=3, **posterior_only)
     # the same data with the column renamed by hand: no taken name, plain dims
     plain = bayes.fit(bayes.build_mixed(ds.rename(model="base_model"), "score ~ scaffold + (1|base_model) + (1|task)"),
-                      rng=3, **_SMALL)  # fmt: skip
+                      rng=3, **posterior_only)  # fmt: skip
     re = fit.posterior["re[1|model]"]
     assert re.dims == ("chain", "draw", "model (grouping)")
     assert re["model (grouping)"].values.tolist() == ["claude", "gpt-4o", "llama"]  # the labels, sorted (model_design)

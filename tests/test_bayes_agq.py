@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -39,6 +40,7 @@ def _posterior_moments(y: int, n: int, eta: float, sd: float) -> tuple[float, fl
     return float(np.log(z)), ge / z, gs / z
 
 
+@functools.cache  # one compile per (mode, nodes, steps) in a process; the tests call each several times
 def _compiled(mode: str, n_quad: int = 7, steps: int = 4):
     y, n, e, s = pt.vector("y"), pt.vector("n"), pt.vector("e"), pt.scalar("s")
     logp = AGQBinomialLogitNormal(n_quad, steps)(y, n, e, s)[0]
