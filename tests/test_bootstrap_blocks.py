@@ -62,9 +62,19 @@ def _run(fn, *args, **kw):
     return out, [(w.category, str(w.message)) for w in rec]
 
 
-def _both(ds, pairs, cfg, monkeypatch, width, align=1):
-    """bootstrap_ci (the whole distribution) and _bootstrap_summary in blocks of ``width`` outputs."""
-    ref, ref_warn = _run(bootstrap_ci, ds, pairs=pairs, n_resamples=B, rng=np.random.default_rng(11), **cfg)
+def _whole(ds, pairs, cfg):
+    """bootstrap_ci (the whole distribution, default blocks), its warnings, and where it leaves its generator."""
+    ref_gen = np.random.default_rng(11)
+    ref, ref_warn = _run(bootstrap_ci, ds, pairs=pairs, n_resamples=B, rng=ref_gen, **cfg)
+    return ref, ref_warn, ref_gen.bit_generator.state
+
+
+def _both(ds, pairs, cfg, monkeypatch, width, align=1, whole=None):
+    """bootstrap_ci (the whole distribution) and _bootstrap_summary in blocks of ``width`` outputs.
+
+    ``whole``: ``_whole(ds, pairs, cfg)`` when the caller has it (computed before the blocks are set).
+    """
+    ref, ref_warn, ref_state = _whole(ds, pairs, cfg) if whole is None else whole
     monkeypatch.setattr(engine, "_BLOCK_BYTES", 8 * B * width)
     monkeypatch.setattr(engine, "_BLOCK_ALIGN", align)
     gen = np.random.default_rng(11)
@@ -72,31 +82,52 @@ def _both(ds, pairs, cfg, monkeypatch, width, align=1):
     plan = _plan(ds, cfg.get("statistic", "mean"), True, cfg.get("k"), pairs, cfg.get("scheme", "tasks"),
                  True, cfg.get("cluster", "auto"), ("run", "task", "agent"))[0]
     n_blocks = len(engine._blocks(plan, plan.U, B))
-    ref_gen = np.random.default_rng(11)
-    bootstrap_ci(ds, pairs=pairs, n_resamples=B, rng=ref_gen, **cfg)
-    # after the blocks the generator is where one pass leaves it
-    assert gen.bit_generator.state == ref_gen.bit_generator.state
+    # after the blocks the generator is where one pass of bootstrap_ci leaves it (that pass is
+    # the reference's own: its generator's state is kept, rather than a second identical pass)
+    assert gen.bit_generator.state == ref_state
     # blocks were used, unless the outputs fit in one (a last block of one output joins the one before)
     assert n_blocks > 1 or plan.U <= width + 1
     return ref, ref_warn, got, got_warn, n_blocks
 
 
+#: the sets, simulated once (read only: every test resamples them, none writes to them)
+_SETS = _exact_sets()
+
 # every set with every configuration, but the runs scheme only where a cell has runs to resample
 _CASES = [
     pytest.param(name, cfg, id=f"{name}-" + ("-".join(f"{k}={v}" for k, v in cfg.items()) or "default"))
-    for name, ds in _exact_sets().items()
+    for name, ds in _SETS.items()
     for cfg in _CONFIGS
     if not (cfg.get("scheme") == "runs" and ds.sizes["run"] < 2)
 ]
 
 
+@pytest.fixture(scope="module")
+def whole_memo():
+    """``_whole`` of a (set, configuration, pairs), computed once for the three block widths.
+
+    Deterministic (seeded generator, default blocks): the three widths compared their blocks
+    with three identical copies of it.
+    """
+    memo = {}
+
+    def get(name, cfg, pairs):
+        key = (name, repr(sorted(cfg.items())), repr(pairs))
+        if key not in memo:
+            memo[key] = _whole(_SETS[name], pairs, cfg)
+        return memo[key]
+
+    return get
+
+
 @pytest.mark.parametrize(("name", "cfg"), _CASES)
 @pytest.mark.parametrize("width", [1, 2, 5])
-def test_blocks_give_the_whole_distributions_numbers_bit_for_bit(name, cfg, width, monkeypatch):
-    ds = _exact_sets()[name]
+def test_blocks_give_the_whole_distributions_numbers_bit_for_bit(name, cfg, width, monkeypatch, whole_memo):
+    ds = _SETS[name]
     agents = [str(a) for a in ds.agent.values]
     for pairs in ("all", [(agents[0], agents[1]), (agents[1], agents[2]), (agents[2], agents[0])], None):
-        ref, ref_warn, got, got_warn, _ = _both(ds, pairs, cfg, monkeypatch, width)
+        whole = whole_memo(name, cfg, pairs)
+        ref, ref_warn, got, got_warn, _ = _both(ds, pairs, cfg, monkeypatch, width, whole=whole)
         dist = ref.distribution.values.reshape(B, -1)
         p, se = _percentile_p_by_definition(dist)
         np.testing.assert_array_equal(got.ci.values, ref.ci.values)

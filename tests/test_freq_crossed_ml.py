@@ -114,12 +114,16 @@ def _tiny():
 
 @pytest.mark.slow
 def test_marginal_likelihood_matches_nested_simpson_quadrature():
-    """Both integrals by scipy's Simpson rule on fine grids over +-10 sd (error far below 1e-8)."""
+    """Both integrals by scipy's Simpson rule on fine grids over +-10 sd (error far below 1e-8).
+
+    401 points a side (spacing 0.05 sd): the reference is the 1,601-point grid's to 2e-15
+    (measured; 201 points too), at a sixteenth of the binomial pmf evaluations.
+    """
     n, y = _tiny()
     alpha = np.array([0.3, -0.5, 0.8])
     sd_t, sd_at = 1.3, 0.6
-    b = np.linspace(-10 * sd_t, 10 * sd_t, 1601)
-    e = np.linspace(-10 * sd_at, 10 * sd_at, 1601)
+    b = np.linspace(-10 * sd_t, 10 * sd_t, 401)
+    e = np.linspace(-10 * sd_at, 10 * sd_at, 401)
     ref = 0.0
     for t in range(n.shape[1]):
         prod = stats.norm.pdf(b, 0, sd_t)
@@ -571,8 +575,12 @@ def test_laplace_gradient_matches_finite_differences():
 
 
 
-def _verbagg_six_ordinal(shared_data):
-    """The ordinal GLMM of VerbAgg's first 6 persons, grades read from the file's no / perhaps / yes."""
+@pytest.fixture(scope="module")
+def verbagg_six_ordinal(shared_data):
+    """The ordinal GLMM of VerbAgg's first 6 persons, grades read from the file's no / perhaps / yes.
+
+    Fitted once: two tests read it (its thresholds' names and repr, its mean response's repr).
+    """
     from hierbench.data import from_records
 
     raw = pd.read_csv(shared_data / "lme4" / "verbagg.csv", dtype=str, keep_default_na=False)
@@ -582,12 +590,13 @@ def _verbagg_six_ordinal(shared_data):
         warnings.simplefilter("ignore")
         return fit_crossed_ml(ds, "score ~ (1|agent) + (1|task)", family="ordinal", intervals="wald")
 
-def test_ordinal_thresholds_of_grades_written_as_words_are_named_by_their_labels(shared_data):
+
+def test_ordinal_thresholds_of_grades_written_as_words_are_named_by_their_labels(verbagg_six_ordinal):
     """VerbAgg's `resp` (no / perhaps / yes) read as labels: the ML fit named its thresholds "0|1",
     "1|2" (the places) where the Bayesian fit says "no|perhaps"; now both name the labels, and the
     repr gives each threshold with its interval's level and kind.
     """
-    fit = _verbagg_six_ordinal(shared_data)
+    fit = verbagg_six_ordinal
     want = ["no|perhaps", "perhaps|yes"]  # the file's labels, lowest first
     assert fit.thresholds.threshold.values.tolist() == want == fit.thresholds_ci.threshold.values.tolist()
     text = repr(fit)
@@ -616,13 +625,13 @@ def test_the_readers_scale_names_the_grades_not_a_list_repr():
     assert dw.reader_scale() == (1.0, "mean grade (of score, scale 0 = no, 1 = perhaps, 2 = yes)")
 
 
-def test_mean_response_repr_says_what_it_estimates(shared_data):
+def test_mean_response_repr_says_what_it_estimates(verbagg_six_ordinal):
     """Its repr read "MeanResponseResult: estimate with 95% normal interval": the quantity (a mean grade
     on which scale, or a success rate) was left out. VerbAgg's first 6 persons, no / perhaps / yes.
     """
     from hierbench.freq import mean_response
 
-    fit = _verbagg_six_ordinal(shared_data)
+    fit = verbagg_six_ordinal
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = mean_response(fit, by="agent")

@@ -19,6 +19,18 @@ from hierbench.freq._variance import _reml
 from hierbench.freq._variance._design_lang import parse_design
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Small dense algebra on one BLAS thread, as the package's fits run theirs.
+
+    These tests also call the REML problem's deviance and dense references directly, outside the
+    fits' own one-thread context: on a busy machine two BLAS threads made them 15-30 times slower
+    (the saddle test 8 s against 0.3 s, the Nelder-Mead profile check 52 s against 3 s; same values).
+    """
+    with one_blas_thread():
+        yield
+
+
 def _sim(rng, n_agents=4, n_family=12, runs=(1, 4)):
     """Agents crossed with tasks nested in families of 1-4 tasks, ragged runs per cell."""
     rows = []

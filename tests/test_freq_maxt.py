@@ -37,13 +37,25 @@ def _cluster_data(rng, n_comp, sizes):
 
 
 def _brute_maxt(d, codes, G):
-    """Every sign pattern of the clusters: each comparison's CR2 t (the kernel), their maximum."""
-    obs = np.array([abs(d[:, k].mean() / cr2_mean_se(d[:, k], codes)[0]) for k in range(d.shape[1])])
-    null = []
-    for signs in itertools.product([1.0, -1.0], repeat=G):
-        f = d * np.asarray(signs)[codes][:, None]
-        null.append([abs(f[:, k].mean() / cr2_mean_se(f[:, k], codes)[0]) for k in range(d.shape[1])])
-    return obs, np.array(null)
+    """Every sign pattern of the clusters: each comparison's CR2 t, their maximum.
+
+    All 2^G patterns at once, with the CR2 SE of a mean written out (cluster g's residual sum
+    s_g: SE^2 = sum_g s_g^2 / (1 - n_g / N) / N^2, Bell and McCaffrey); on the observed
+    differences it is checked against the kernel (``cr2_mean_se``). Called pattern by pattern
+    (38,400 calls, 1.3 s, for 300 comparisons), the kernel gave every pattern the same verdict
+    against the observed t (checked on these tests' data when the loop was replaced).
+    """
+    N = d.shape[0]
+    n_g = np.bincount(codes, minlength=G).astype(float)
+    sums = np.stack([np.bincount(codes, weights=col, minlength=G) for col in d.T], 1)  # clusters x comparisons
+    signs = np.array(list(itertools.product([1.0, -1.0], repeat=G)))  # patterns x clusters
+    mean = signs @ sums / N
+    s = signs[:, :, None] * sums[None] - n_g[None, :, None] * mean[:, None, :]  # residual sums by cluster
+    null = np.abs(mean) / (np.sqrt((s**2 / (1 - n_g / N)[None, :, None]).sum(1)) / N)
+    obs = null[0]  # the all-plus pattern
+    kernel = [abs(d[:, k].mean() / cr2_mean_se(d[:, k], codes)[0]) for k in range(d.shape[1])]
+    np.testing.assert_allclose(obs, kernel, rtol=1e-12)
+    return obs, null
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -91,7 +91,12 @@ def test_cr2_degrees_of_freedom_match_the_variance_estimators_moments():
     sizes = np.array([231, 75, 44, 34, 32, 22, 22, 19, 10, 8, 2, 1])  # SWE-bench's repos
     g = np.repeat(np.arange(12), sizes)
     rng = np.random.default_rng(11)
-    V = np.array([cr2_mean_se(rng.normal(size=g.size), g)[0] ** 2 for _ in range(20_000)])
+    e = rng.normal(size=(20_000, g.size))
+    # V for all draws at once, written out (sum_g s_g^2 / (1 - n_g / N) / N^2, s_g cluster g's
+    # residual sum), and the kernel's own SE on the first 500 draws: the same V
+    s = (e - e.mean(1, keepdims=True)) @ (g[:, None] == np.arange(12)).astype(float)
+    V = (s**2 / (1 - sizes / g.size)).sum(1) / g.size**2
+    np.testing.assert_allclose([cr2_mean_se(x, g)[0] ** 2 for x in e[:500]], V[:500], rtol=1e-12)
     df = cr2_mean_se(np.zeros(g.size) + rng.normal(size=g.size), g)[1]
     assert 2 * V.mean() ** 2 / V.var() == pytest.approx(df, rel=0.06)
     assert 2.5 < df < 4.5  # far below G - 1 = 11: the data sit in a few clusters
@@ -103,17 +108,24 @@ def test_cr2_t_holds_its_level_with_few_unequal_clusters_where_cr1_does_not():
     g = np.repeat(np.arange(12), sizes)
     n_rep, alpha = 3000, 0.05
     rng = np.random.default_rng(7)
-    rej_cr2 = rej_cr1 = 0
-    for _ in range(n_rep):
+    D, t_cr2, df_cr2 = np.empty((n_rep, g.size)), np.empty(n_rep), np.empty(n_rep)
+    for i in range(n_rep):
         base = rng.normal(0, 1.5, g.size)
         ea, eb = (rng.normal(0, 0.5, 12)[g] for _ in range(2))  # agent x repo interaction
         a = rng.random(g.size) < 1 / (1 + np.exp(-(base + ea)))
         b = rng.random(g.size) < 1 / (1 + np.exp(-(base + eb)))
-        d = a.astype(float) - b
-        se, df, _ = cr2_mean_se(d, g)
-        rej_cr2 += 2 * stats.t.sf(abs(d.mean() / se), df) <= alpha
-        ref = sm.OLS(d, np.ones(g.size)).fit(cov_type="cluster", cov_kwds={"groups": g}, use_t=True)
-        rej_cr1 += ref.pvalues[0] <= alpha
+        D[i] = d = a.astype(float) - b
+        se, df_cr2[i], _ = cr2_mean_se(d, g)
+        t_cr2[i] = abs(d.mean() / se)
+    rej_cr2 = np.sum(2 * stats.t.sf(t_cr2, df_cr2) <= alpha)
+    # statsmodels' CR1 (G / (G - 1) sum_g s_g^2 / N^2, t with G - 1 df; its (N - 1) / (N - K) is 1
+    # for a mean) written out for every replicate, and statsmodels itself on the first 100: the same p
+    s = (D - D.mean(1, keepdims=True)) @ (g[:, None] == np.arange(12)).astype(float)
+    p_cr1 = 2 * stats.t.sf(np.abs(D.mean(1)) / np.sqrt(12 / 11 * (s**2).sum(1)) * g.size, 11)
+    ref = [sm.OLS(d, np.ones(g.size)).fit(cov_type="cluster", cov_kwds={"groups": g}, use_t=True).pvalues[0]
+           for d in D[:100]]  # fmt: skip
+    np.testing.assert_allclose(p_cr1[:100], ref, rtol=1e-9)
+    rej_cr1 = np.sum(p_cr1 <= alpha)
     tol = 3 * np.sqrt(alpha * (1 - alpha) / n_rep)  # Monte Carlo tolerance: 3 SE = 0.012
     assert rej_cr2 / n_rep <= alpha + tol
     assert rej_cr1 / n_rep > alpha + tol  # statsmodels' CR1 with G - 1 df: about 0.16 here
@@ -213,16 +225,25 @@ def test_adjust_choices_are_checked_and_named():
 
 
 def _brute_cluster_maxt(y, agents, codes):
-    """Every sign pattern of the clusters: each pair's CR2 t (the kernel), the family's maximum."""
+    """Every sign pattern of the clusters: each pair's CR2 t, the family's maximum.
+
+    All 2^(G - 1) patterns at once, with the CR2 SE of a mean written out (cluster g's
+    residual sum s_g: SE^2 = sum_g s_g^2 / (1 - n_g / N) / N^2, Bell and McCaffrey);
+    on the observed differences it is checked against the kernel (``cr2_mean_se``).
+    """
     pairs = list(itertools.combinations(range(len(agents)), 2))
-    d = np.stack([y[i] - y[j] for i, j in pairs], 1)
-    obs = np.array([abs(d[:, k].mean() / cr2_mean_se(d[:, k], codes)[0]) for k in range(len(pairs))])
-    G = codes.max() + 1
-    hits = np.zeros(len(pairs))
-    for signs in itertools.product([1.0, -1.0], repeat=int(G) - 1):
-        f = d * np.r_[1.0, signs][codes][:, None]
-        mx = max(abs(f[:, k].mean() / cr2_mean_se(f[:, k], codes)[0]) for k in range(len(pairs)))
-        hits += mx >= obs - 1e-9 * obs
+    d = np.stack([y[i] - y[j] for i, j in pairs], 1)  # tasks x pairs
+    G, N = int(codes.max()) + 1, d.shape[0]
+    n_g = np.bincount(codes, minlength=G).astype(float)
+    sums = np.stack([np.bincount(codes, weights=col, minlength=G) for col in d.T], 1)  # clusters x pairs
+    signs = np.array([np.r_[1.0, s] for s in itertools.product([1.0, -1.0], repeat=G - 1)])  # patterns x clusters
+    mean = signs @ sums / N  # patterns x pairs: the flipped differences' means
+    s = signs[:, :, None] * sums[None] - n_g[None, :, None] * mean[:, None, :]  # residual sums by cluster
+    t = np.abs(mean) / (np.sqrt((s**2 / (1 - n_g / N)[None, :, None]).sum(1)) / N)
+    obs = t[0]  # the identity pattern
+    kernel = [abs(d[:, k].mean() / cr2_mean_se(d[:, k], codes)[0]) for k in range(len(pairs))]
+    np.testing.assert_allclose(obs, kernel, rtol=1e-12)
+    hits = (t.max(1)[:, None] >= obs - 1e-9 * obs).sum(0)
     return {f"{agents[i]} - {agents[j]}": h / 2 ** (G - 1) for (i, j), h in zip(pairs, hits, strict=True)}
 
 
@@ -272,9 +293,11 @@ def test_swebench_bash_only_pairs(shared_data):
     assert tasks.attrs["test"] == "permutation" and tasks.attrs["n_permutations"] == 0
     dft = tasks.to_frame()
     y = ds.score.isel(run=0)
+    row = {str(a): i for i, a in enumerate(ds.agent.values)}
+    yv = y.values  # rows picked by position (a label lookup per pair cost more than the binomial tests)
     p_ref = []
     for a_, b_ in zip(dft["agent"], dft["opponent"], strict=True):
-        d = (y.sel(agent=a_) - y.sel(agent=b_)).values
+        d = yv[row[a_]] - yv[row[b_]]
         p_ref.append(stats.binomtest(int((d > 0).sum()), int((d != 0).sum()), 0.5).pvalue)
     np.testing.assert_allclose(dft["p_permutation"], p_ref, rtol=1e-9)
     np.testing.assert_allclose(dft["p_holm"], smm.multipletests(p_ref, method="holm")[1], rtol=1e-9)
