@@ -354,6 +354,14 @@ class _Context:
         words = {"given": "given in `freq`", "left out": "left out (given as None in `freq`)"}
         return "; ".join(f"{words.get(h, h)}: {', '.join(by[h])}" for h in order if h in by)
 
+    def ran(self) -> pd.DataFrame | None:
+        """Which agent ran which task (``_pair_rows.ran_matrix`` of the fit and data), once: the ranks and pairs read it."""
+        if "ran" not in self.cache:
+            from ._pair_rows import ran_matrix
+
+            self.cache["ran"] = ran_matrix(self.fit, self.data)
+        return self.cache["ran"]
+
     def binary(self) -> bool:
         if self.data is None:
             return False

@@ -192,8 +192,8 @@ def _sec_convergence(ctx: _Context, rep: Report, sid: str) -> None:
     sel = [(v, s) for v, s, _ in worst]
     alpha = 1 - F.RANK_ENVELOPE
     checks, failures = _diag_checks(ctx.fit)
-    ranks = F.rank_tests(ctx.post, sel) if sel else {}
-    thin = F.rank_thinning(ctx.post, sel) if sel else 1
+    thin = F.rank_thinning(ctx.post, sel) if sel else 1  # once: the test and the plot read the same draws
+    ranks = F.rank_tests(ctx.post, sel, step=thin) if sel else {}
     table = _check_rows(checks, ranks, alpha, thin)
     remedy = convergence_remedy(ctx.fit, cli=False) if failures else ""
     verdict, note = _verdict(failures, table, ranks, alpha, remedy)
@@ -219,7 +219,7 @@ def _sec_convergence(ctx: _Context, rep: Report, sid: str) -> None:
     if worst:
         rep.figure(
             "rank_worst",
-            F.rank_plot(ctx.post, sel, ranks),
+            F.rank_plot(ctx.post, sel, ranks, step=thin),
             "Rank plots (fractional-rank ECDF minus uniform, one line per chain) of the parameters "
             "with the highest R-hat"
             + (f", one draw in {thin} (about their effective sample size: the envelope and the test "

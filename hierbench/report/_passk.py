@@ -61,18 +61,23 @@ def _unbiased(ctx: _Context, ks: list[int]) -> pd.DataFrame | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # undefined cells are counted in n_tasks below
         fr = freq.pass_hat_k(ctx.data, ks, prob=ctx.prob)
-    df = _str_agents(fr.to_frame()[["estimate", "lower", "upper", "n_tasks", "ci_flag"]])
+    frame = fr.to_frame()  # once: the table and the checklist's words read it
+    df = _str_agents(frame[["estimate", "lower", "upper", "n_tasks", "ci_flag"]])
     df.attrs["ci_detail"] = fr.ci.attrs["ci_detail"]
-    df.attrs["ci_words"] = _kinds_used(fr)
+    df.attrs["ci_words"] = _kinds_used(fr, frame)
     return df
 
 
-def _kinds_used(fr) -> str:
-    """pass_hat_k's interval as the checklist names it: its level and the kinds its cells used, in its own words."""
+def _kinds_used(fr, frame: pd.DataFrame | None = None) -> str:
+    """pass_hat_k's interval as the checklist names it: its level and the kinds its cells used, in its own words.
+
+    ``frame``: ``fr.to_frame()``, when the caller has it already.
+    """
     from .._base import interval_label
 
+    frame = fr.to_frame() if frame is None else frame
     level = interval_label(fr.ci).split(" ")[0]
-    kinds = pd.unique(fr.to_frame()["ci_kind"].dropna().astype(str)) if "ci_kind" in fr.to_frame() else []
+    kinds = pd.unique(frame["ci_kind"].dropna().astype(str)) if "ci_kind" in frame else []
     said = [str(fr.ci.attrs.get(f"ci_detail_{k.replace('-', '_')}", k)).removeprefix("pass_hat_k: ").split(" (")[0]
             for k in kinds]  # fmt: skip
     return f"{level} " + (" or ".join(said) if said else str(fr.ci.attrs.get("ci_kind", "?")))

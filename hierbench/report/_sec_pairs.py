@@ -16,7 +16,6 @@ from ._order import order_words
 from ._pair_rows import PAIR_ROWS
 from ._pair_rows import PAIRS_CSV
 from ._pair_rows import link_caption
-from ._pair_rows import ran_matrix
 from ._report import Report
 from ._sections import SEPARATED_FLAG
 from ._sections import _mixed_note
@@ -223,7 +222,7 @@ def _pair_tables(ctx: _Context, rep: Report, ps, text: list[str]) -> tuple:
         if sep:
             note_separation(ctx)
         # a pair no common task links: its P(a > b) is the model's assumption (audit C, C8)
-        links = pair_link_flags(ran_matrix(ctx.fit, ctx.data), agents, opponents)
+        links = pair_link_flags(ctx.ran(), agents, opponents)
         flags = ["; ".join([*(SEPARATED_FLAG.format(what=x, number="Bayes ability") for x in map(str, (a, b))
                               if x in sep), *([link] if link else [])])
                  for a, b, link in zip(agents, opponents, links, strict=True)]  # fmt: skip
@@ -249,7 +248,7 @@ def _heatmap_caption(ctx: _Context, ps) -> str:
     """The Bayes heatmap's caption: its order and, with too many agents to name, that its axes are unnamed."""
     caption = _HEATMAP_CAPTION.format(what=_label(ctx.var), order=order_words(ctx))
     caption += _separated_caption(ctx, "P(a > b) against every other agent")
-    caption += link_caption(ran_matrix(ctx.fit, ctx.data))
+    caption += link_caption(ctx.ran())
     n = ps.sizes["agent"]
     if n > LABELS_MAX:
         if not ctx.want_freq("compare"):
