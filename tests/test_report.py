@@ -17,6 +17,11 @@ from hierbench.report import build
 from hierbench.report import markdown_table
 from hierbench.testing import simulate_eval
 
+#: the frequentist results a test of the abilities or side-by-side section (or of a log's figures) does not
+#: read, left out of its report: those sections read the bootstrap and pass^1's bound alone, and their text,
+#: tables and figures are the same with these results (checked on these tests' logs)
+ABILITIES_ONLY = {"compare": None, "person_fit": None, "variance": None}
+
 
 def _md_cells(line: str) -> list[str]:
     return [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
@@ -195,18 +200,34 @@ def test_build_from_data_alone_writes_every_section(tmp_path):
     md = build(data=ds, path=tmp_path / "r.md", n_resamples=199, progress=False)
     assert "## Data summary" in md.read_text()
     assert (tmp_path / "r_figures" / "abilities_forest.png").exists()
-    with pytest.raises(FileExistsError):
-        build(data=ds, path=tmp_path / "r.html", progress=False)
+    with pytest.raises(FileExistsError):  # the refusal is read, not the report it would write: no frequentist half
+        build(data=ds, path=tmp_path / "r.html", freq=None, progress=False)
     with pytest.raises(ValueError, match=r"give `fit`, `data` or both"):
         build(path=tmp_path / "x.html")
 
 
-def test_one_agent_says_there_is_nothing_to_pair(tmp_path):
+@pytest.fixture(scope="module")
+def one_agent(tmp_path_factory):
+    """The report of one simulated agent's log (15 tasks, 99 resamples), by runs per cell: ``one_agent(n_runs)``
+    gives ``(ds, md)``, each built once (three tests read the 3-run report).
+    """
+    built = {}
+
+    def get(n_runs: int = 3):
+        if n_runs not in built:
+            ds, _ = simulate_eval(n_agents=1, n_tasks=15, n_runs=n_runs, rng=2)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                path = build(data=ds, path=tmp_path_factory.mktemp("one") / "r.md", n_resamples=99, progress=False)
+            built[n_runs] = ds, path.read_text()
+        return built[n_runs]
+
+    return get
+
+
+def test_one_agent_says_there_is_nothing_to_pair(one_agent):
     """tau-bench's airline trials hold one model: the pairwise section says so, not an error's text."""
-    ds, _ = simulate_eval(n_agents=1, n_tasks=15, n_runs=3, rng=2)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        md = build(data=ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+    ds, md = one_agent(3)
     pairs = md.split("## Does A beat B?")[1].split("\n## ")[0]
     assert f"one agent ({ds.agent.values[0]}): no pair to compare" in pairs
     assert "Error" not in pairs
@@ -237,7 +258,8 @@ def test_data_summary_says_what_runs_the_models_see_when_errors_are_excluded(tmp
     assert rep["scored_differs"] and not read_report(from_records(df.assign(error=False), error="error"))["scored_differs"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        md = build(data=ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+        # the data summary's counts are read, not the frequentist half: left out (freq=None)
+        md = build(data=ds, path=tmp_path / "r.md", freq=None, progress=False).read_text()
     summary = md.split("## Data summary")[1].split("\n## ")[0]
     assert (f"the same counting only runs with a score (errored runs excluded; what the models see): "
             f"min {scored.min()}, median {scored.median():g}, max {scored.max()}, and "
@@ -246,7 +268,7 @@ def test_data_summary_says_what_runs_the_models_see_when_errors_are_excluded(tmp
     clean = df.assign(error=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        md = build(data=from_records(clean, error="error"), path=tmp_path / "c.md", n_resamples=99, progress=False).read_text()
+        md = build(data=from_records(clean, error="error"), path=tmp_path / "c.md", freq=None, progress=False).read_text()
     assert "only runs with a score" not in md
 
 
@@ -564,7 +586,8 @@ def test_report_figures_have_no_overlapping_text(fit_alone_report, tmp_path, mon
     ds, _ = simulate_eval(n_agents=12, n_tasks=30, n_runs=3, n_clusters=5, rng=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        build(data=ds, path=tmp_path / "data.html", n_resamples=199, progress=False)
+        # its figures are read, which draw no paired test, person fit or G-study (the same PNGs without them)
+        build(data=ds, path=tmp_path / "data.html", n_resamples=199, progress=False, freq=ABILITIES_ONLY)
     assert {"rank_worst", "trace_worst", "energy", "abilities_forest", "passk_curves"} <= set(found) | set(fit_alone_report[2])
     found = {**{f"fit report: {k}": v for k, v in fit_alone_report[2].items()}, **found}
     assert not {k: v for k, v in found.items() if v}
@@ -621,7 +644,8 @@ def test_side_by_side_holds_a_formula_models_agent_means(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         dt = fit(model, draws=150, tune=150, chains=2, rng=2, progress=False)
-        out = build(dt, data, path=tmp_path / "mixed.html", progress=False, n_resamples=199)
+        # the side-by-side section reads the bootstrap alone: the paired tests, person fit and G-study are left out
+        out = build(dt, data, path=tmp_path / "mixed.html", progress=False, n_resamples=199, freq=ABILITIES_ONLY)
     html = out.read_text()
     side = html.split('id="side-by-side"')[1].split("</section>")[0]
     assert "mean_response" in side and "needs both" not in side
@@ -701,7 +725,8 @@ def test_characters_the_plotting_font_lacks_are_one_warning_line_not_one_per_gly
 
     ds, _ = simulate_eval(n_agents=3, n_tasks=20, n_runs=2, rng=1)
     ds = ds.assign_coords(agent=["通义千问", "文心一言", "GPT-4o"])
-    text = build(data=ds, path=tmp_path / "r.md", progress=False).read_text()
+    # 99 resamples (default 1999): the names the figures draw are read here, which the resamples do not change
+    text = build(data=ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
     font = FT2Font(font_manager.findfont(font_manager.FontProperties(family=rcParams["font.family"])))
     lacking = sorted({c for c in "通义千问文心一言" if font.get_char_index(ord(c)) == 0})
     assert "Glyph" not in text
@@ -761,18 +786,17 @@ def _checklist_entry(md: str, item: str) -> str:
 
 
 @pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
-def test_checklist_pairs_entry_is_the_comparison_the_report_ran(tmp_path):
+def test_checklist_pairs_entry_is_the_comparison_the_report_ran(tmp_path, one_agent):
     """The checklist once said "yes: each pair compared ... max-T ..., else Holm" whatever ran, and
     "yes" for tau-bench's one model, which has no pair: it now quotes the comparison's own sentence.
     """
     from hierbench.freq import compare_agents
     from hierbench.report import pair_sentence
 
-    one, _ = simulate_eval(n_agents=1, n_tasks=15, n_runs=3, rng=2)
+    one, md1 = one_agent(3)  # the one-agent log's report (1 agent x 15 tasks x 3 runs, 99 resamples)
     three, _ = simulate_eval(n_agents=3, n_tasks=20, n_runs=2, rng=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        md1 = build(data=one, path=tmp_path / "one.md", n_resamples=99, progress=False).read_text()
         md3 = build(data=three, path=tmp_path / "three.md", n_resamples=99, progress=False).read_text()
         cmp = compare_agents(three, prob=0.95, rng=0)
     assert _checklist_entry(md1, "paired deltas") == f"none: one agent ({one.agent.values[0]}), no pair to compare"
@@ -870,12 +894,12 @@ def test_abilities_flag_a_bootstrap_over_fewer_than_ten_units(tmp_path):
     data = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b"]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        md = build(data=data, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+        md = build(data=data, path=tmp_path / "r.md", n_resamples=99, progress=False, freq=ABILITIES_ONLY).read_text()
         part = md.split("## Agent abilities")[1].split("\n## ")[0]
         rows = {r.split("|")[1].strip(): r for r in part.splitlines() if r.startswith("| a ") or r.startswith("| b ")}
         assert "over 8 tasks, fewer than 10" in rows["b"] and "fewer than 10" not in rows["a"]
         clustered = data.assign_coords(cluster=("task", np.repeat(["w", "x", "y", "z"], 3)))
-        md = build(data=clustered, path=tmp_path / "c.md", n_resamples=99, progress=False).read_text()
+        md = build(data=clustered, path=tmp_path / "c.md", n_resamples=99, progress=False, freq=ABILITIES_ONLY).read_text()
     part = md.split("## Agent abilities")[1].split("\n## ")[0]
     assert part.count("resamples 4 clusters worth 4.0 equal ones") == 1 and "over 4 clusters" not in part
 
@@ -925,8 +949,8 @@ def test_data_summary_says_every_cell_holds_one_run_when_every_cell_does(tmp_pat
     for name, ds in (("one", one), ("mixed", mixed)):
         assert read_report(ds)["runs_per_cell"]["max"] == (1 if name == "one" else 2)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            md = build(data=ds, path=tmp_path / f"{name}.md", n_resamples=99, progress=False).read_text()
+            warnings.simplefilter("ignore")  # the data summary's flags are read: no frequentist half (freq=None)
+            md = build(data=ds, path=tmp_path / f"{name}.md", freq=None, progress=False).read_text()
         flags[name] = md.split("## Data summary")[1].split("\n## ")[0]
     assert "every cell holds a single run" in flags["one"] and "some cells" not in flags["one"]
     assert "some cells hold a single run" in flags["mixed"]
@@ -1112,16 +1136,15 @@ def test_variance_rows_fold_what_the_design_cannot_split():
 
 
 @pytest.mark.parametrize("n_runs", [3, 1])
-def test_one_agent_variance_section_says_undefined_not_zero(tmp_path, n_runs):
+def test_one_agent_variance_section_says_undefined_not_zero(one_agent, n_runs):
     """Data alone: the G-study drops the agent facet, and its agent row went missing without a word;
     it is now shown undefined with the reason, and the task row says it holds agent x task.
     """
     from hierbench.freq import variance_components
 
-    ds, _ = simulate_eval(n_agents=1, n_tasks=15, n_runs=n_runs, rng=2)
+    ds, md = one_agent(n_runs)  # simulate_eval(n_agents=1, n_tasks=15, n_runs, rng=2), 99 resamples
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        md = build(data=ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
         g = variance_components(ds).estimate.to_series()
     rows = _variance_rows(md)
     assert rows["agent"]["flag"] == "undefined: one agent, so there is no spread between agents to estimate"
@@ -1142,7 +1165,8 @@ def test_one_agent_variance_section_from_a_fit(tmp_path):
     ds, _ = simulate_eval(n_agents=1, n_tasks=12, n_runs=3, rng=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        dt = fit(build_crossed(ds), draws=100, tune=100, chains=2, rng=1, progress=False)
+        # no posterior predictive: nothing here reads the predictive check (the posterior is the same to the bit)
+        dt = fit(build_crossed(ds), draws=100, tune=100, chains=2, rng=1, progress=False, posterior_predictive=False)
         md = build(dt, ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
     rows = _variance_rows(md)
     assert [rows["agent"][c] for c in ("Bayes estimate", "Bayes lower", "Bayes upper")] == ["NaN"] * 3
@@ -1157,7 +1181,7 @@ def test_abilities_flag_a_bootstrap_mean_few_tasks_carry(tmp_path, rare_and_comm
     ds = rare_and_common
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        md = build(data=ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+        md = build(data=ds, path=tmp_path / "r.md", n_resamples=99, progress=False, freq=ABILITIES_ONLY).read_text()
     abil = md.split("## Agent abilities")[1].split("\n## ")[0]
     rare = next(r for r in abil.splitlines() if r.startswith("| rare "))
     common = next(r for r in abil.splitlines() if r.startswith("| common "))

@@ -1,9 +1,9 @@
 """report: a fit and a log that disagree on task clusters, and the two halves' tables that disagree.
 
-The clustered fixtures are tiny crossed fits (draws=100, tune=100, chains=2) of
-one simulated log with four task clusters, fitted once per module; the report of each
-fit on that log (``build``'s defaults, seed 0, 99 resamples) is written once too, and
-read by every test that needs it.
+The clustered fixtures are tiny crossed fits (draws=100, tune=100, chains=2, no posterior
+predictive) of one simulated log with four task clusters, fitted once per module; the report of each
+fit on that log (``build``'s defaults, seed 0, 99 resamples, without the frequentist results no test
+reads) is written once too, and read by every test that needs it.
 """
 
 import re
@@ -26,7 +26,9 @@ def _fit(ds):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a tiny fit does not converge; not what is tested here
-        return bayes.fit(bayes.build_crossed(ds), draws=100, tune=100, chains=2, rng=0, progress=False)
+        # no posterior predictive: no test here reads the reports' predictive check (the posterior is the same to the bit)
+        return bayes.fit(bayes.build_crossed(ds), draws=100, tune=100, chains=2, rng=0, progress=False,
+                         posterior_predictive=False)
 
 
 @pytest.fixture(scope="module")
@@ -40,10 +42,15 @@ def unclustered_fit(clustered):
     return _fit(clustered[0].drop_vars("cluster"))
 
 
+#: what the tests of the module's two reports do not read, left out: their variance and pass^k sections and
+#: the note on clusters are the same with these results (the G-study and pass^k's unbiased half are kept)
+UNREAD = {"bootstrap": None, "compare": None, "person_fit": None}
+
+
 def _report(fit, ds, folder) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return build(fit, ds, path=folder / "r.md", n_resamples=99, progress=False).read_text()
+        return build(fit, ds, path=folder / "r.md", n_resamples=99, progress=False, freq=UNREAD).read_text()
 
 
 @pytest.fixture(scope="module")
@@ -274,7 +281,7 @@ def test_report_variance_table_shows_g_theory_intervals_of_one_component(tmp_pat
     from hierbench.testing import simulate_eval
 
     ds, _ = simulate_eval(n_agents=4, n_tasks=30, n_runs=3, rng=5, n_clusters=6, sd_cluster=0.5)
-    out = build(data=ds, path=tmp_path / "r.md", progress=False, prob=0.9)
+    out = build(data=ds, path=tmp_path / "r.md", progress=False, prob=0.9, freq=UNREAD)  # the G-study's section is read
     part = out.read_text().split("## Variance components")[1].split("\n## ")[0]
     lines = [r for r in part.splitlines() if r.startswith("| ")]
     cols = [c.strip() for c in lines[0].split("|")[1:-1]]
@@ -451,7 +458,9 @@ def test_report_and_demo_flag_a_record_that_does_not_follow_the_tasks_difficulty
     ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": [f"a{i}" for i in range(8)]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        md = build(data=ds, path=tmp_path / "r.md", n_resamples=199, progress=False, rng=0).read_text()
+        # the data summary's flags are read (the person fit's): the other frequentist results are left out
+        md = build(data=ds, path=tmp_path / "r.md", n_resamples=199, progress=False, rng=0,
+                   freq={"bootstrap": None, "compare": None, "variance": None}).read_text()
         demo = _demo_summary(DemoContext(ds, None, extra={"seed": 0}))
     flags = md.split("**Flags:**")[1].split("\n\n|")[0]
     line = next(f for f in flags.splitlines() if "do not follow the tasks' difficulty" in f)

@@ -44,9 +44,15 @@ def _section(data: xr.Dataset | None, fit: xr.DataTree | None = None) -> dict:
     return rep.blocks[0]
 
 
-def test_unbiased_columns_are_the_estimators_interval_and_flags():
+@pytest.fixture(scope="module")
+def data_section() -> dict:
+    """The section of ``_data()`` alone (no fit), computed once: seven tests read it."""
+    return _section(_data())
+
+
+def test_unbiased_columns_are_the_estimators_interval_and_flags(data_section):
     data = _data()
-    sec = _section(data)
+    sec = data_section
     table = sec["table"]
     # each note once in the text, a letter per row: read the rows' flags back from the letters
     legend = sec["text"].split("`note` marks a row's interval notes by letter: ")[1].rstrip(".")
@@ -68,23 +74,23 @@ def test_unbiased_columns_are_the_estimators_interval_and_flags():
     assert (table.loc["never", "unbiased 90% lower (new tasks; logit t or bound)"] == 0).all()
 
 
-def test_text_describes_the_interval_the_estimator_computed():
+def test_text_describes_the_interval_the_estimator_computed(data_section):
     data = _data()
     detail = freq.pass_hat_k(data, [1], prob=0.9).ci.attrs["ci_detail"]
-    text = _section(data)["text"]
+    text = data_section["text"]
     assert detail.split(": ", 1)[1] in text
     assert "logit scale" in text and "shown inside [0, 1]" not in text
 
 
-def test_text_without_a_fit_sets_the_unbiased_estimate_beside_nothing():
+def test_text_without_a_fit_sets_the_unbiased_estimate_beside_nothing(data_section):
     """With data alone there is no posterior: the text must not say the unbiased estimate is of
     these tasks' pass^k "too" (beside a model that was not fitted).
     """
-    text = _section(_data())["text"]
+    text = data_section["text"]
     assert "The unbiased estimate is of these tasks' pass^k (each cell's" in text and "pass^k too" not in text
 
 
-def test_text_says_the_unbiased_interval_takes_the_task_clusters():
+def test_text_says_the_unbiased_interval_takes_the_task_clusters(data_section):
     """Tasks in 4 clusters of 3 where a cluster succeeds or fails together: the text says the unbiased
     interval takes the clusters as its unit, and gives the clusters' design effect on an agent's mean (median
     over agents of statsmodels' cluster-robust, uncorrected, against HC0 variance of the mean).
@@ -110,7 +116,7 @@ def test_text_says_the_unbiased_interval_takes_the_task_clusters():
     assert "come in 4 clusters (`family`), which that interval takes as its unit" in text
     assert "4 clusters of `family` as the unit: CR2 cluster-robust" in text  # the estimator's own detail
     assert f"varies {np.median(ratios):.2f} times as much over the clusters" in text
-    assert "clusters" not in _section(_data())["text"]
+    assert "clusters" not in data_section["text"]
 
 
 @pytest.mark.slow  # a small beta-binomial fit
@@ -168,7 +174,7 @@ def test_a_fit_alone_says_how_many_tasks_each_row_used():
     assert ("once", 2) not in table.index and "No task was run k times by: once (k = 2)" in text
 
 
-def test_text_says_where_k_stops():
+def test_text_says_where_k_stops(data_section):
     """METR's cells hold up to 96 runs and the section shows k = 1..8; the text said "the figure every k"."""
     rng = np.random.default_rng(4)
     data = xr.Dataset(
@@ -177,7 +183,7 @@ def test_text_says_where_k_stops():
     )
     text = _section(data)["text"]
     assert "The table shows k = 1, 2, 8; the figure every k from 1 to 8. k stops at 8; the busiest cells hold 10 runs." in text
-    assert "k stops at" not in _section(_data())["text"]  # 4 runs per cell: every k is shown
+    assert "k stops at" not in data_section["text"]  # 4 runs per cell: every k is shown
 
 
 def test_tau_bench_table_shows_every_k_the_paper_does(shared_data):
@@ -214,7 +220,7 @@ def test_the_pass1_bound_beside_a_flag_is_over_the_clusters_and_says_so():
     assert pass1_bounds(data.drop_vars("cluster"), 0.95)["zero"] == f"[0.000, {1 - 0.025 ** (1 / 12):.3f}] at 95% over 12 tasks"
 
 
-def test_the_figure_of_a_log_alone_draws_the_intervals_its_caption_names():
+def test_the_figure_of_a_log_alone_draws_the_intervals_its_caption_names(data_section):
     """A log alone (no fit): the caption said "(90% bands)" where the figure drew bare points. Now the
     unbiased estimates carry their intervals as bars (the table's own ends), and the caption says so.
     """
@@ -224,7 +230,7 @@ def test_the_figure_of_a_log_alone_draws_the_intervals_its_caption_names():
     from hierbench.report._figures import passk_curves
 
     data = _data()
-    sec = _section(data)
+    sec = data_section
     (name, caption), = sec["figures"]
     assert name == "passk_curves" and "bands" not in caption
     assert caption == "pass^k against k per agent (the unbiased estimates with their 90% intervals as bars)."
@@ -253,7 +259,7 @@ def test_a_numeric_grade_scale_reads_as_grades_not_a_python_list():
     assert _scale_text(words, three) == "0 = no, 1 = perhaps, 2 = yes (the threshold g is the grade's number)"
 
 
-def test_the_table_keeps_the_logs_agent_order():
+def test_the_table_keeps_the_logs_agent_order(data_section):
     """The pass^k table sorted the agents by name ("<b>mid</b> & co" first, '<' sorting before letters)
     where every other table keeps one order; now the report's one order (audit W: the summary's, by
     mean score per task, highest first, ties by name; pandas on the log below), then k.
@@ -262,7 +268,7 @@ def test_the_table_keeps_the_logs_agent_order():
     means = data["score"].mean("run").to_pandas().mean(axis=1)
     want = sorted(means.index, key=lambda a: (-means[a], a))
     assert want == ["high", "low", "never"]  # not the log's order (low, high, never)
-    table = _section(data)["table"]
+    table = data_section["table"]
     assert list(dict.fromkeys(table.index.get_level_values("agent"))) == want
     assert table.loc["low"].index.tolist() == [1, 2, 3, 4]
 
@@ -308,8 +314,8 @@ def test_the_report_says_when_pass_k_rows_stand_on_fewer_tasks_as_k_grows(tmp_pa
     runs = (~np.isnan(s)).sum(-1)
     assert [len({int((r >= k).sum()) for k in range(1, 6)}) > 1 for r in runs] == [False, True, True]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        md = build(data=ds, path=tmp_path / "r.md", n_resamples=199, progress=False).read_text()
+        warnings.simplefilter("ignore")  # the pass^k section is read: no frequentist half (the same section with it)
+        md = build(data=ds, path=tmp_path / "r.md", freq=None, progress=False).read_text()
     section = " ".join(md.split("## Reliability")[1].split("\n## ")[0].split())
     # the agent that loses most named first (7 of 12 tasks against 1 of 12)
     assert "fewer as k grows for ragged, slight: their pass^k at different k are over different tasks" in section
