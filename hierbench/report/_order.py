@@ -33,8 +33,7 @@ def _order(ctx: _Context) -> list[str] | None:
     from ._pairs import score_order
 
     if ctx.data is not None and "agent" in ctx.data.coords:
-        summary = ctx.cache.get("summary")  # the Data summary's ``summarize``, where it ran: not a second one
-        return score_order(ctx.data) if summary is None else highest_first(summary["mean_score"])
+        return score_order(ctx.data, ctx.cache.get("summary"))  # the Data summary's, where it ran
     bay = ctx.bayes_frame() if ctx.fit is not None else None
     return None if bay is None else highest_first(bay["estimate"])
 

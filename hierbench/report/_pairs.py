@@ -905,15 +905,18 @@ SCORE_ORDER_WORDS = (
 )
 
 
-def score_order(data: xr.Dataset) -> list[str]:
+def score_order(data: xr.Dataset, summary: pd.DataFrame | None = None) -> list[str]:
     """The agents by mean score per task (``hierbench.data.summarize``'s ``mean_score``), highest first.
 
-    Ties by name; an agent with no scored run (NaN) comes last.
+    Ties by name; an agent with no scored run (NaN) comes last. ``summary``: that summary of
+    ``data`` as a frame, where the caller has it (the report's Data summary), so it is not made twice.
     """
     import warnings
 
     from ..data import summarize
 
+    if summary is not None:
+        return highest_first(summary["mean_score"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # summarize's notices are the summary's business, not the order's
         mean = summarize(data)["mean_score"].to_series()

@@ -68,14 +68,13 @@ def _unbiased(ctx: _Context, ks: list[int]) -> pd.DataFrame | None:
     return df
 
 
-def _kinds_used(fr, frame: pd.DataFrame | None = None) -> str:
+def _kinds_used(fr, frame: pd.DataFrame) -> str:
     """pass_hat_k's interval as the checklist names it: its level and the kinds its cells used, in its own words.
 
-    ``frame``: ``fr.to_frame()``, when the caller has it already.
+    ``frame``: ``fr.to_frame()``, which the caller has made.
     """
     from .._base import interval_label
 
-    frame = fr.to_frame() if frame is None else frame
     level = interval_label(fr.ci).split(" ")[0]
     kinds = pd.unique(frame["ci_kind"].dropna().astype(str)) if "ci_kind" in frame else []
     said = [str(fr.ci.attrs.get(f"ci_detail_{k.replace('-', '_')}", k)).removeprefix("pass_hat_k: ").split(" (")[0]
