@@ -77,6 +77,7 @@ from ._results import ResampledResult
 from ._results import Result
 from ._results import _shown_cells as _shown_cells
 from ._results import field_alias
+from ._results import fit_checks as fit_checks
 from ._results import fit_record as fit_record
 from ._results import input_label as input_label  # a paired result's two agents
 from ._results import json_ready as json_ready  # a result's and a bank's attrs

@@ -495,27 +495,57 @@ def fit_record(fit: Any, name: str, *, unreadable: Literal["raise", "warn"] = "r
     advises about) the same words are a :class:`HierbenchWarning` and the
     record reads as absent, ``{}``: what would be read from it is left out.
     """
+    out = _json_attr(fit, name, unreadable, listed=False)
+    return dict(out) if out is not None else {}
+
+
+def fit_checks(fit: Any, *, unreadable: Literal["raise", "warn"] = "raise") -> list[dict[str, Any]]:
+    """A fit's recorded checks (its ``diag_checks`` attr: a JSON list, an object per check); ``[]`` if absent.
+
+    Read by :func:`fit_record`'s rule, in its words: a list held in memory is that list;
+    text that is not JSON, a JSON object or number, or a list of other things than objects
+    is refused (``unreadable="raise"``: what states a verdict from the checks, such as the
+    report's convergence table), or named in a warning and read as ``[]``
+    (``unreadable="warn"``: advice), never read as "no failed checks" without a word.
+    """
+    out = _json_attr(fit, "diag_checks", unreadable, listed=True,
+                     remedy="hierbench.bayes.compute_diagnostics(fit) writes it again from the draws, or refit")  # fmt: skip
+    return [dict(c) for c in out] if out is not None else []
+
+
+def _json_attr(fit: Any, name: str, unreadable: str, *, listed: bool,
+               remedy: str = "refit, or drop the attr to read the fit as one made elsewhere") -> Any:  # fmt: skip
+    """The parsed JSON attr ``name`` (an object, or with ``listed`` a list of objects), None if absent or unreadable."""
     if unreadable not in ("raise", "warn"):
         raise ValueError(f"`unreadable` must be 'raise' or 'warn'; got {unreadable!r}")
     attrs = getattr(fit, "attrs", None)
     raw = attrs.get(name) if isinstance(attrs, Mapping) else None
     if raw is None:
-        return {}
-    why = ""
+        return None
+    held = isinstance(raw, (list, tuple) if listed else Mapping)
     try:
-        out = raw if isinstance(raw, Mapping) else json.loads(raw)
+        out = raw if held else json.loads(raw)
     except (TypeError, ValueError) as exc:
-        why = f"the fit's attr {name!r} is not JSON ({exc}): it was not written by hierbench's fit or was edited"
+        why = f"the fit's attr {name!r} is not JSON ({exc}): it was not written by hierbench or was edited"
     else:
-        if not isinstance(out, Mapping):
-            why = f"the fit's attr {name!r} holds a JSON {type(out).__name__}, not the object hierbench writes"
+        why = _json_shape_problem(name, out, listed, "" if held else "JSON ")
     if not why:
-        return dict(out)
+        return out
     if unreadable == "raise":
-        raise HierbenchError(f"{why}; refit, or drop the attr to read the fit as one made elsewhere")
-    warn_user(f"{why}; it is read as absent, so what would be read from it is left out: refit, or drop the attr",
-              HierbenchWarning)
-    return {}
+        raise HierbenchError(f"{why}; {remedy}")
+    warn_user(f"{why}; it is read as absent, so what would be read from it is left out: {remedy}", HierbenchWarning)
+    return None
+
+
+def _json_shape_problem(name: str, out: Any, listed: bool, kind: str) -> str:
+    """Why ``out`` is not the shape hierbench writes for ``name`` ("" when it is)."""
+    if not listed:
+        return "" if isinstance(out, Mapping) else f"the fit's attr {name!r} holds a {kind}{type(out).__name__}, not the object hierbench writes"
+    if not isinstance(out, list | tuple):
+        return f"the fit's attr {name!r} holds a {kind}{type(out).__name__}, not the list of one object per check hierbench writes"
+    odd = [type(c).__name__ for c in out if not isinstance(c, Mapping)]
+    return (f"the fit's attr {name!r} holds a {kind}list with an item of type {odd[0]}, not the list of one object per "
+            "check hierbench writes") if odd else ""  # fmt: skip
 
 
 def settle_trend(points: Any, *, by: str = "") -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._base import fit_checks
 from ..bayes import convergence_remedy
 from ._context import _TITLES
 from ._context import _Context
@@ -80,19 +81,20 @@ def _diag_checks(fit: xr.DataTree) -> tuple[list[dict], list[str]]:
     """The fit's recorded checks (value, where, limit, why) and failures, from one computation.
 
     Fits saved before the checks were recorded get them recomputed (their
-    failures too, so the rows and the verdict agree).
+    failures too, so the rows and the verdict agree). Recorded checks that cannot be
+    read (an edited file) are refused by name (``hierbench._base.fit_checks``): the
+    table states a verdict from them.
     """
-    attrs = fit.attrs
-    if "diag_checks" not in attrs and "posterior" in fit.children:
+    if "diag_checks" not in fit.attrs and "posterior" in fit.children:
         from .. import bayes
 
-        attrs = bayes.compute_diagnostics(fit, warn=False).attrs
-    failures = attrs.get("diag_failures", "[]")
+        fit = bayes.compute_diagnostics(fit, warn=False)
+    failures = fit.attrs.get("diag_failures", "[]")
     try:
         failures = json.loads(failures) if isinstance(failures, str) else list(failures)
     except ValueError:
         failures = [failures]
-    return json.loads(attrs.get("diag_checks", "[]")), failures
+    return fit_checks(fit), failures
 
 
 def _shown(check: str, value: float) -> str:

@@ -7,8 +7,7 @@ Python call's.
 
 from __future__ import annotations
 
-import json
-
+from ..._base import fit_checks
 from ..._base import fit_record
 from ._sampling import MAX_DRAWS
 
@@ -26,19 +25,16 @@ def convergence_remedy(dt, cli: bool = True) -> str:
     flags); else in both the command's and the Python call's.
 
     The records it reads (``sampler_settings``, ``fit_run``) are read by
-    ``hierbench._base.fit_record``; one that is not a JSON object (an edited
-    file) does not stop the advice: it is named in a :class:`hierbench.HierbenchWarning`
-    and read as absent, so the advice drawn from it is left out and the rest given.
+    ``hierbench._base.fit_record``, the checks (``diag_checks``) by its list twin ``fit_checks``; one
+    that is unreadable (an edited or truncated file) does not stop the advice: it is named
+    in a :class:`hierbench.HierbenchWarning` and read as absent, so the advice drawn from
+    it is left out and the rest given.
     """
     a = dt.attrs
     conv = a.get("diag_converged")
     if conv is None or int(conv):
         return ""
-    checks = a.get("diag_checks", "[]")
-    try:
-        checks = json.loads(checks) if isinstance(checks, str) else list(checks)
-    except ValueError:
-        checks = []
+    checks = fit_checks(dt, unreadable="warn")
     mixing = any(not c.get("passed", True) for c in checks if c.get("check") in ("r_hat", "ess_bulk", "ess_tail"))
     settings = fit_record(dt, "sampler_settings", unreadable="warn")
     run = fit_record(dt, "fit_run", unreadable="warn")
@@ -65,3 +61,4 @@ def convergence_remedy(dt, cli: bool = True) -> str:
         clusters = "; from the command line clusters=False is leaving out --cluster" if "clusters=False" in advice else ""
         parts.append(f"{lead}: {advice.rstrip('.')}{python}{clusters}")
     return "; ".join(parts)
+

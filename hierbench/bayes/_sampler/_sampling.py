@@ -47,11 +47,14 @@ import dataclasses
 import json
 import threading
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
+from ..._base import fit_checks
+from ..._base import fit_record
 from ..._base import warn_user
 from ..._parallel import available_cores
 from .._checks._rankstats import elements
@@ -604,6 +607,10 @@ def describe_r_hat(attrs: dict[str, Any]) -> str:
     and the element's ESS raise it (at most 1.05; ``diag_checks``' ``why``), and a raised limit
     is said with its figures, so that a converged fit's 1.033 does not read as contradicting 1.01.
 
+    The two records are read by their readers (``hierbench._base.fit_checks`` and ``fit_record``),
+    which refuse a malformed one (not JSON, or JSON of another type) by name: the sentence
+    states a verdict, which a record read as absent would change without a word.
+
     Examples
     --------
     >>> import json
@@ -615,11 +622,11 @@ def describe_r_hat(attrs: dict[str, Any]) -> str:
     checked (the conventional 1.01, raised for the number of elements and that element's ESS
     within chains: at most 1.05, the rule in diag_checks)
     """
-    checks = json.loads(attrs.get("diag_checks", "[]"))
-    c = next((c for c in checks if c.get("check") == "r_hat"), None)
+    held = SimpleNamespace(attrs=attrs)
+    c = next((c for c in fit_checks(held) if c.get("check") == "r_hat"), None)
     if c is None or not np.isfinite(c.get("value", np.nan)):
         return "R-hat not computed (no element varies over draws)"
-    floor = float(json.loads(attrs.get("diag_thresholds", "{}")).get("r_hat", 1.01))
+    floor = float(fit_record(held, "diag_thresholds").get("r_hat", 1.01))
     value, lim, where = c.get("over_limit_value", c["value"]), c.get("over_limit_limit", c["limit"]), c.get(
         "over_limit_at", c["at"])  # fmt: skip
     head = f"R-hat {value:.3f} (at {where}) {'<=' if c['passed'] else '>'} {lim:.3f}"
