@@ -154,7 +154,7 @@ def test_bad_input_messages():
     ):
         sample_size_normal(0.03, paired=True, discordance=0.0001)
     with pytest.raises(
-        TypeError, match=r"`components` must be a VarianceComponentsResult; got dict"
+        TypeError, match=r"`components` must be a VarianceComponentsResult from .*; got dict: run "
     ):
         paired_power(0.1, 10, components={"agent": 1.0})
     one_run = variance_components(
@@ -238,3 +238,19 @@ def test_power_is_monotone_and_bounded(effect, T, R, s_mt, s_e):
     assert float(paired_power(effect * 1.5, T, n_runs=R, **kw)) >= p - 1e-9
     assert float(paired_power(effect, T, n_runs=R + 1, **kw)) >= p - 1e-9
     assert float(paired_power(-effect, T, n_runs=R, **kw)) == pytest.approx(p)
+
+
+def test_planning_from_a_loaded_g_study_is_refused_saying_what_to_give(tmp_path):
+    """A G-study saved and loaded back is a Dataset: named, with the two ways on (refit, or the variances)."""
+    from hierbench.freq import cluster_design
+    from hierbench.io import load_dataset
+    from hierbench.io import save_dataset
+
+    rng = np.random.default_rng(3)
+    y = xr.DataArray(rng.normal(size=(3, 6, 2)), dims=("agent", "task", "run"))
+    save_dataset(variance_components(y).to_dataset(), tmp_path / "g.nc")
+    loaded = load_dataset(tmp_path / "g.nc")
+    for call in (lambda: paired_power(0.1, 10, components=loaded), lambda: cluster_design(components=loaded)):
+        with pytest.raises(TypeError, match=r"got Dataset \(a saved result loaded back keeps the components.*"
+                                            r"sigma2_interaction= and sigma2_residual= .*sizes= and sigma2="):
+            call()

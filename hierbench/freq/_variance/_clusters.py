@@ -28,6 +28,7 @@ from ..._base import check_number
 from ..._base import warn_user
 from ._dstudy import spread_pairs
 from ._result import VarianceComponentsResult
+from ._result import require_components
 
 __all__ = ["ClusterDesign", "cluster_design"]
 
@@ -171,8 +172,7 @@ def component_values(vc) -> dict[str, float]:
 
 def _from_components(vc) -> tuple[np.ndarray, tuple[float, float, float], str, bool]:
     """Sizes, (agent x cluster, agent x task, run) variances, source and one-run flag of a clustered fit."""
-    if not isinstance(vc, VarianceComponentsResult):
-        raise TypeError(f"`components` must be a VarianceComponentsResult; got {type(vc).__name__}")
+    require_components(vc)
     fac = clustered_facets(vc)
     if fac is None:
         raise ValueError(

@@ -50,6 +50,7 @@ from ._clusters import component_values
 from ._clusters import pool_interactions
 from ._dstudy import warn_extrapolation
 from ._result import VarianceComponentsResult
+from ._result import require_components
 
 __all__ = [
     "ClusterDesign",
@@ -116,10 +117,7 @@ def _sigmas(
             raise ValueError(
                 "give either `components` or `sigma2_interaction`/`sigma2_residual`, not both"
             )
-        if not isinstance(components, VarianceComponentsResult):
-            raise TypeError(
-                f"`components` must be a VarianceComponentsResult; got {type(components).__name__}"
-            )
+        require_components(components)
         if (four := clustered_facets(components)) is not None:
             return _pooled_sigmas(components, four, one_run_only)
         fac = tuple(components.facets)

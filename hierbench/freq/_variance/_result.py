@@ -591,3 +591,24 @@ class VarianceComponentsResult(Result):
             f"  (!) {n}: {w}" for n, w in zip(self.component_names, flags, strict=True) if w
         ]
         return lines
+
+
+def require_components(vc: Any) -> None:
+    """Refuse ``components`` that are not a :class:`VarianceComponentsResult`, saying what to give instead.
+
+    The one owner of the planners' rule. A result saved and loaded back
+    (:func:`hierbench.io.load_dataset`) is a Dataset: it keeps the components but not all
+    that planning reads (each pair's variance, the cluster sizes, the score range), so it
+    is named and the two ways on are given.
+    """
+    if isinstance(vc, VarianceComponentsResult):
+        return
+    loaded = isinstance(vc, xr.Dataset)  # what load_dataset gives back
+    hint = (" (a saved result loaded back keeps the components, not each pair's variance, the cluster sizes "
+            "and the score range that planning also reads)") if loaded else ""  # fmt: skip
+    raise TypeError(
+        f"`components` must be a VarianceComponentsResult from hierbench.freq.variance_components; got "
+        f"{type(vc).__name__}{hint}: run variance_components on the pilot log again (a cheap fit), or give "
+        "the variances read from its components (sigma2_interaction= and sigma2_residual= to the power "
+        "functions, sizes= and sigma2= to cluster_design)"
+    )
