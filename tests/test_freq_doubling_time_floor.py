@@ -2,6 +2,7 @@
 
 Independent references: numpy's polyfit for the least-squares lines, METR's per-replicate rule
 (``compute_bootstrap_confidence_region``) re-written as a loop, and a seeded set of replicates built here.
+Last, a saved horizon result (no resamples) is refused with its reason.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 import xarray as xr
 
 from hierbench._base import HierbenchWarning
@@ -100,3 +102,23 @@ def test_below_the_floor_is_not_called_a_horizon_of_zero():
     texts = [str(w.message) for w in seen]
     assert sum("agents ['a'] have a horizon of 0, infinite or undefined" in t for t in texts) == 1
     assert sum("below 0.001 minutes" in t for t in texts) == 1
+
+
+def test_a_saved_horizon_result_is_refused_by_doubling_time_saying_why(tmp_path):
+    """A horizon result saved and loaded back keeps the horizons, not the resamples the interval refits on.
+
+    It failed with an AttributeError ('Dataset' object has no attribute 'estimate').
+    """
+    from hierbench.io import load_dataset
+    from hierbench.io import save_dataset
+
+    h = xr.DataArray([[1.0], [2.0], [4.0]], dims=("agent", "success"),
+                     coords={"agent": ["a", "b", "c"], "success": [0.5]})  # fmt: skip
+    boot = xr.DataArray(np.tile(h.values, (10, 1, 1)), dims=("resample", "agent", "success"), coords=h.coords)
+    res = TimeHorizonResult(estimate=h, ci=h.expand_dims(ci_bound=["lower", "upper"], axis=-1), coef=h, resamples=boot)
+    dates = {"a": "2024-01-01", "b": "2024-07-01", "c": "2024-12-30"}
+    assert round(float(doubling_time(res, dates).estimate)) == 182  # 2x per ~182 days, by hand
+    save_dataset(res.to_dataset(), tmp_path / "h.nc")
+    with pytest.raises(TypeError, match=r"got Dataset \(a result saved and loaded back keeps the horizons, not the "
+                                        r"resamples\).*run time_horizon on the log again"):  # fmt: skip
+        doubling_time(load_dataset(tmp_path / "h.nc"), dates)

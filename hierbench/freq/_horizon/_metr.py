@@ -763,6 +763,12 @@ def doubling_time(
     >>> round(float(dt.estimate)), dt.n_kept
     (182, 10)
     """
+    if not isinstance(horizons, TimeHorizonResult):
+        loaded = " (a result saved and loaded back keeps the horizons, not the resamples)" if isinstance(
+            horizons, xr.Dataset) else ""  # fmt: skip
+        raise TypeError(f"`horizons` must be the TimeHorizonResult of time_horizon; got {type(horizons).__name__}"
+                        f"{loaded}: the interval of the doubling time refits the trend on each bootstrap "
+                        "replicate of the horizons, so run time_horizon on the log again")  # fmt: skip
     prob = check_prob(prob)
     hz = horizons.estimate
     agents = np.asarray(hz["agent"].values).astype(str)
