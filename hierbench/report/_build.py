@@ -42,6 +42,7 @@ from ._match import cluster_note
 from ._match import is_battles
 from ._passk import _sec_passk
 from ._report import Report
+from ._report import refuse_targets
 from ._sec_pairs import _sec_pairwise
 from ._sections import _sec_abilities
 from ._sections import _sec_checklist
@@ -169,7 +170,7 @@ def build(
         simulation, the time-horizon bootstrap and the realised pass^k draws. ``None``: fresh
         entropy, not reproducible. A Generator is refused: the checklist could not state it.
     overwrite : bool
-        Replace an existing report (default: refuse).
+        Replace an existing report (default: refuse, before any section is computed).
     progress : bool, optional
         Print each stage to stderr; default only on a terminal.
     appendix : sequence of (heading, text)
@@ -211,6 +212,7 @@ def build_all(fit, data, *, paths: Sequence, format=None, overwrite=False, progr
     ``kw``: the rest of :func:`build`'s keywords (``freq``, ``rng``, ``n_resamples``). Returns the
     paths written and the report (its ``files``: what was attached beside it).
     """
+    refuse_targets(paths, format, overwrite=overwrite)  # now, not after minutes of sections
     prob, fit, data, subset = _inputs(fit, data, subset, prob, bootstrap_method)
     _check_seeding(kw)
     kw["freq"] = check_freq(kw.get("freq", "auto"), data, prob)  # given results: this log's, at this level

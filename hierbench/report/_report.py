@@ -540,19 +540,7 @@ class Report:
         metadata : dict, optional
             Shown as JSON at the top (Markdown) or the bottom (HTML).
         """
-        p = Path(path)
-        folder_mode = False
-        if format is None:
-            format = {".html": "html", ".htm": "html", ".md": "md"}.get(p.suffix.lower())
-            if format is None:
-                if p.suffix and not p.is_dir():
-                    raise ValueError(
-                        f"report path {str(p)!r}: the suffix must be .html or .md (or give a "
-                        "folder, or pass format='html'/'md')"
-                    )
-                p, format, folder_mode = p / "report.md", "md", True
-        if format not in ("html", "md"):
-            raise ValueError(f"`format` must be 'html' or 'md'; got {format!r}")
+        p, format, folder_mode = report_target(path, format)
         p.parent.mkdir(parents=True, exist_ok=True)
         # an attached file already there with the same bytes (the HTML's, beside its Markdown twin) replaces nothing
         files = [p.parent / n for n, b in self.files.items() if not _same_bytes(p.parent / n, b)]
@@ -590,6 +578,41 @@ class Report:
     def _write_files(self, folder: Path) -> None:
         for n, data in self.files.items():
             (folder / n).write_bytes(data)
+
+
+def report_target(path: str | Path, format: str | None = None) -> tuple[Path, str, bool]:
+    """Where :meth:`Report.write` puts a report given ``path`` and ``format``: ``(file, format, folder_mode)``.
+
+    The format comes from the suffix (``.html``, ``.htm``, ``.md``) unless ``format`` is given; a
+    folder (one that exists, or a path without a suffix) holds ``report.md``. Refused with
+    ValueError: another suffix, another format. Nothing is created or read but whether the path is
+    a folder.
+    """
+    p = Path(path)
+    folder_mode = False
+    if format is None:
+        format = {".html": "html", ".htm": "html", ".md": "md"}.get(p.suffix.lower())
+        if format is None:
+            if p.suffix and not p.is_dir():
+                raise ValueError(
+                    f"report path {str(p)!r}: the suffix must be .html or .md (or give a "
+                    "folder, or pass format='html'/'md')"
+                )
+            p, format, folder_mode = p / "report.md", "md", True
+    if format not in ("html", "md"):
+        raise ValueError(f"`format` must be 'html' or 'md'; got {format!r}")
+    return p, format, folder_mode
+
+
+def refuse_targets(paths: list, format: str | None = None, *, overwrite: bool = False) -> None:
+    """Refuse, before a report is computed, the report files :meth:`Report.write` would refuse.
+
+    Each of ``paths`` is resolved by ``report_target`` (a bad suffix or format: ValueError) and,
+    without ``overwrite``, an existing report file is refused with the FileExistsError ``write``
+    gives. The figures and attached files are named only by the computed report: ``write``
+    checks them (and the report files again) when it writes.
+    """
+    _refuse_existing([report_target(p, format)[0] for p in paths], overwrite)
 
 
 def _same_bytes(path: Path, data: bytes) -> bool:
