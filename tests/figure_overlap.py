@@ -59,10 +59,15 @@ def _in_view(ax, axis, loc: float) -> bool:
     return lo - 1e-9 * span <= loc <= hi + 1e-9 * span
 
 
-def text_pieces(fig) -> list[tuple[str, np.ndarray]]:
-    """(label, corners) of every piece of text drawn in ``fig``."""
-    fig.canvas.draw()
-    r = fig.canvas.get_renderer()
+def text_pieces(fig, renderer=None) -> list[tuple[str, np.ndarray]]:
+    """(label, corners) of every piece of text drawn in ``fig``.
+
+    ``renderer``: the figure has just been drawn with it (``saved_overlaps``); without one the
+    figure is drawn here.
+    """
+    if renderer is None:
+        fig.canvas.draw()
+    r = renderer if renderer is not None else fig.canvas.get_renderer()
     out, seen = [], set()
 
     def add(kind, t):
@@ -97,9 +102,9 @@ def text_pieces(fig) -> list[tuple[str, np.ndarray]]:
     return out
 
 
-def overlaps(fig, tol: float = 1.0) -> list[str]:
-    """Every pair of text pieces of ``fig`` that overlap by more than ``tol`` pixels."""
-    pieces = text_pieces(fig)
+def overlaps(fig, tol: float = 1.0, renderer=None) -> list[str]:
+    """Every pair of text pieces of ``fig`` that overlap by more than ``tol`` pixels (``renderer``: as ``text_pieces``)."""
+    pieces = text_pieces(fig, renderer)
     if len(pieces) < 2:
         return []
     # Pieces whose upright bounding boxes do not meet cannot intersect (a convex polygon lies in
@@ -116,11 +121,41 @@ def overlaps(fig, tol: float = 1.0) -> list[str]:
     return found
 
 
+def saved_overlaps(fig, save, tol: float = 1.0) -> tuple[object, list[str]]:
+    """``save()``'s result and ``overlaps(fig)`` as the ``savefig`` inside ``save`` laid ``fig`` out.
+
+    ``savefig(bbox_inches="tight")`` first draws the figure without painting it, to run its layout
+    and find the tight box, then paints it. The text is read in that first drawing (at its
+    ``draw_event``, before the box moves anything): the layout pass and the positions a draw of
+    the figure here would give (one pass from the same state), without that draw's cost.
+    """
+    found = []
+
+    def on_draw(event):
+        fig.canvas.mpl_disconnect(cid)  # the first drawing only: the painted one is moved to the box
+        try:
+            found.append(overlaps(fig, tol, renderer=event.renderer))
+        except Exception as exc:  # said after savefig, not swallowed by matplotlib's callbacks
+            found.append(exc)
+
+    cid = fig.canvas.mpl_connect("draw_event", on_draw)
+    try:
+        out = save()
+    finally:
+        fig.canvas.mpl_disconnect(cid)
+    if not found:
+        raise RuntimeError("savefig did not draw the figure before painting it: nothing was checked")
+    if isinstance(found[0], Exception):
+        raise found[0]
+    return out, found[0]
+
+
 #: Code run first in a notebook's kernel: after every cell, check each new figure (Agg backend).
 KERNEL_HOOK = """
 import sys as _hb_sys
 _hb_sys.path.insert(0, {tests!r})
 from figure_overlap import overlaps as _hb_overlaps_of
+from figure_overlap import saved_overlaps as _hb_saved_overlaps
 _hb_overlaps, _hb_seen = [], set()
 
 
@@ -136,15 +171,19 @@ def _hb_check(*_):
 
 get_ipython().events.register("post_execute", _hb_check)
 
-# figures a report renders are closed inside build(): check each as it is rendered
+# figures a report renders are closed inside build(): check each as its savefig lays it out
 import hierbench.report._report as _hb_R
 
 _hb_png = _hb_R._png_bytes
 
 
 def _hb_checked_png(obj, name):
-    _hb_overlaps.extend(f"report figure {{name}}: {{o}}" for o in _hb_overlaps_of(_hb_R.figure_of(obj)))
-    return _hb_png(obj, name)
+    _fig = _hb_R.figure_of(obj)
+    if _fig is None:
+        return _hb_png(obj, name)  # refused there
+    _png, _found = _hb_saved_overlaps(_fig, lambda: _hb_png(obj, name))
+    _hb_overlaps.extend(f"report figure {{name}}: {{o}}" for o in _found)
+    return _png
 
 
 _hb_R._png_bytes = _hb_checked_png
@@ -155,7 +194,7 @@ KERNEL_REPORT = "import json as _hb_json; print('HB_OVERLAPS', _hb_json.dumps(_h
 
 
 class ReportOverlaps:
-    """Check every figure a report renders for overlapping text while the block runs."""
+    """Check every figure a report renders for overlapping text while the block runs (``saved_overlaps``)."""
 
     def __enter__(self):
         import hierbench.report._report as R
@@ -163,8 +202,11 @@ class ReportOverlaps:
         self.found, self._R, self._orig = {}, R, R._png_bytes
 
         def checked(obj, name):
-            self.found[name] = overlaps(R.figure_of(obj))
-            return self._orig(obj, name)
+            fig = R.figure_of(obj)
+            if fig is None:
+                return self._orig(obj, name)  # refused there
+            png, self.found[name] = saved_overlaps(fig, lambda: self._orig(obj, name))
+            return png
 
         R._png_bytes = checked
         return self
