@@ -8,6 +8,11 @@ counts alone, so the in-memory reader and the out-of-core readers
 look like copies are kept as runs, but never silently: they are counted in
 ``attrs["n_repeated_records"]`` and, unless ``duplicates="keep"`` says they
 are runs, reported by a :class:`RepeatedRecordsWarning`.
+
+What a repeat is (``_row_keys``: equal in every column, values with their
+type) and how the repeats are named (``repeat_pairs``) are shared with
+:func:`~hierbench.data.read_battles`, whose rule for when repeated battles
+look like copies is its own (a battle log has no cells or runs).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from .._base import warn_user
 from ._schema import EvalDataError
 from ._schema import _fmt_list
 
-__all__ = ["RepeatedRecordsWarning", "apply_duplicates", "copies_reason", "warn_split_cells"]
+__all__ = ["RepeatedRecordsWarning", "apply_duplicates", "copies_reason", "repeat_pairs", "warn_split_cells"]
 
 
 class RepeatedRecordsWarning(HierbenchWarning):
@@ -125,11 +130,20 @@ def _distinct_per_column(df: pd.DataFrame, skip: set) -> dict[str, int]:
     return out
 
 
+def repeat_pairs(keys: pd.Series, rows: np.ndarray, limit: int = 5) -> list[tuple[int, int]]:
+    """(first, copy) row positions of the first ``limit`` repeats ``rows``: each with the row it repeats.
+
+    ``keys`` are the rows' keys (``_row_keys``); positions count from 0 whatever the index.
+    """
+    k = keys.to_numpy()
+    uniq, first = np.unique(k, return_index=True)
+    orig = dict(zip(uniq.tolist(), first.tolist(), strict=True))
+    return [(int(orig[k[r]]), int(r)) for r in rows[:limit]]
+
+
 def _copies_error(df: pd.DataFrame, keys: pd.Series, dup: np.ndarray, where: str, why: str) -> EvalDataError:
     rows = np.flatnonzero(dup)
-    first = keys.drop_duplicates(keep="first")
-    orig = pd.Series(first.index, index=first.to_numpy())
-    pairs = [(int(orig[keys.iloc[r]]), int(r)) for r in rows[:5]]
+    pairs = repeat_pairs(keys, rows)
     return EvalDataError(
         f"duplicate records{where}: {rows.size} of {len(df)} records repeat an earlier "
         f"record in every column (e.g. rows (first, copy) {_fmt_list(pairs, 5)}) and "

@@ -36,10 +36,15 @@ import xarray as xr
 
 from .._base import SOURCE_COLUMN
 from .._base import renamed_kwargs
+from ._duplicates import _row_keys
+from ._duplicates import repeat_pairs
+from ._records import DuplicatePolicy
 from ._records import read_table
 from ._schema import EvalDataError
 from ._schema import _fmt_list
+from ._schema import _not_kept_attr
 from ._schema import check_eval_dataset
+from ._schema import check_option
 from ._values import _label
 from ._values import id_labels
 from ._values import label_kinds
@@ -391,6 +396,46 @@ def _agent_codes(
     return remap[ia], remap[ib], names
 
 
+def _battle_repeats(
+    df: pd.DataFrame, source: str, cols: dict[str, str], duplicates: str
+) -> tuple[np.ndarray | None, dict]:
+    """Apply the duplicates policy to a battle log: (the rows kept, None for all; the attrs counting them).
+
+    A repeat is a record equal to an earlier one in every column the table has
+    (``_row_keys``, the run-log readers' rule). It looks like a copy when the table
+    has a column the reader does not read (an id, a time, ...), which would tell
+    separate battles apart; in a table of only the columns read, a repeat is another
+    battle with the same result.
+    """
+    keys = _row_keys(df)
+    dup = keys.duplicated(keep="first").to_numpy()
+    n = int(dup.sum())
+    dropped = n if duplicates == "drop" else 0
+    attrs = {
+        "n_records_kept": len(df) - dropped,
+        "not_kept": _not_kept_attr({"exact copy of an earlier record (duplicates='drop')": dropped}),
+        "n_repeated_records": n - dropped,
+    }
+    if not n:
+        return None, attrs
+    if duplicates == "drop":
+        return ~dup, attrs
+    read = set(cols.values())
+    other = [str(c) for c in df.columns if c not in read]
+    if duplicates == "refuse" and other:
+        rows = np.flatnonzero(dup)
+        raise EvalDataError(
+            f"duplicate battles in {source}: {n} of {len(df)} records repeat an earlier record in "
+            f"every column, including {_fmt_list(other, 5)}, which read_battles does not read (e.g. "
+            f"rows (first, copy) {_fmt_list(repeat_pairs(keys, rows), 5)}). A log whose records "
+            "carry such columns (an id, a time) records each battle once, so these "
+            "look like copies (a log read or merged twice), and counting them would add battles that "
+            "never happened (duplicates='refuse'). Read the log once, pass duplicates='drop' to keep "
+            "one of each set of identical records, or duplicates='keep' if they are distinct battles"
+        )
+    return None, attrs
+
+
 def read_battles(
     obj: pd.DataFrame | str | os.PathLike,
     *,
@@ -402,6 +447,7 @@ def read_battles(
     judge: str | None = None,
     position: bool = True,
     agents: list[str] | None = None,
+    duplicates: DuplicatePolicy = "refuse",
     encoding: str = "utf-8",
 ) -> xr.Dataset:
     """Read a battle log (one row per judged comparison) into a pairwise dataset.
@@ -432,6 +478,15 @@ def read_battles(
     agents : list of str, optional
         Agent order for the ``agent`` coord (default: sorted names); must
         contain every agent in the log.
+    duplicates : {"refuse", "drop", "keep"}
+        Records identical in every column the table has (values with their
+        type; two battles of one pair on one prompt by one judge with
+        different ids are not). ``"refuse"`` (default): refused, naming the
+        first rows and the count, when the table has a column not read here
+        (an id, a time), which would tell separate battles apart; in a table
+        of only the columns read (``left``, ``right``, ``winner``, ``task``,
+        ``judge``) a repeat is another battle with the same result, and kept.
+        ``"drop"``: keep the first of each set. ``"keep"``: keep them all.
     encoding : str
         Text encoding of a CSV / JSONL file.
 
@@ -439,6 +494,9 @@ def read_battles(
     -------
     xarray.Dataset
         Pairwise dataset with ``agent_a`` = left and ``agent_b`` = right.
+        ``attrs``: ``n_records_read``, ``n_records_kept``, ``not_kept``
+        (JSON: the copies ``duplicates="drop"`` dropped) and
+        ``n_repeated_records`` (repeats kept as battles).
 
     Warns
     -----
@@ -453,6 +511,7 @@ def read_battles(
     >>> read_battles(df).outcome.values.tolist()
     [1.0, 0.5]
     """
+    check_option(duplicates, "duplicates", ("refuse", "drop", "keep"))
     df, source = read_table(obj, encoding=encoding)
     cols = _battle_columns(df, source, left, right, winner, task, judge)
     mapping = _outcome_map(outcomes)
@@ -465,21 +524,35 @@ def read_battles(
         warn_similar_labels(ids["task"][1], what="task", column=task, source=source)
     out = _verdict_outcomes(*ids["winner"], mapping, winner, f" in {source}")
     ia, ib, names = _agent_codes(ids["left"], ids["right"], agents, f" in {source}")
+    # after the checks above, so the rows they name are the table's own
+    keep, counted = _battle_repeats(df, source, cols, duplicates)
+    if keep is not None:
+        ia, ib, out = ia[keep], ib[keep], out[keep]
+        ids = {arg: (codes[keep], labels) for arg, (codes, labels) in ids.items()}
+    attrs = {"source": source, "reader": "read_battles", "n_records_read": len(df), **counted}
+    return _battles_dataset(ia, ib, out, names, ids, cols, position=position, attrs=attrs)
+
+
+def _battles_dataset(
+    ia: np.ndarray, ib: np.ndarray, out: np.ndarray, names: list[str], ids: dict, cols: dict[str, str],
+    *, position: bool, attrs: dict,
+) -> xr.Dataset:
+    """The pairwise dataset of the battles read: agents' codes, outcomes, coded task and judge labels."""
     ag = np.asarray(names, dtype=object)
     ds = _pairwise_dataset(
         ag[ia],
         ag[ib],
         out,
         names,
-        task=ids["task"][1][ids["task"][0]] if task is not None else None,
+        task=ids["task"][1][ids["task"][0]] if "task" in cols else None,
         position=np.ones(len(ia), dtype=np.int8) if position else None,
-        attrs={"source": source, "reader": "read_battles", "n_records_read": len(df)},
+        attrs=attrs,
     )
-    if task is not None:  # the name the tasks are called by (e.g. a bootstrap over 'prompt')
-        ds["task"].attrs[SOURCE_COLUMN] = str(task)
-    if judge is not None:
+    if "task" in cols:  # the name the tasks are called by (e.g. a bootstrap over 'prompt')
+        ds["task"].attrs[SOURCE_COLUMN] = str(cols["task"])
+    if "judge" in cols:
         ds["judge"] = xr.Variable(("comparison",), _as_text(ids["judge"][1][ids["judge"][0]]),
-                                  attrs={SOURCE_COLUMN: str(judge)})
+                                  attrs={SOURCE_COLUMN: str(cols["judge"])})
     return ds
 
 
