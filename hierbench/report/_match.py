@@ -393,7 +393,7 @@ def _check_battles(fit: xr.DataTree, data: xr.Dataset, fit_name: str, data_name:
     raise FitDataMismatchError(
         f"{fit_name} and {data_name} are not the same battles: " + "; ".join(why)
         + f" (fingerprints {want[:12] or 'none'} and {got[:12]}). Give the battle log the fit was made from, "
-        "read with the same options (read_battles' task, position and outcomes change the counts)"
+        "read with the same options (read_battles' position, outcomes, agents and duplicates change the counts; the task column does not)"
     )
 
 

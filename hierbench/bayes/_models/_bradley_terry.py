@@ -204,11 +204,20 @@ def _warn_if_disconnected(ia: np.ndarray, ib: np.ndarray, n: np.ndarray, agents:
     n_comp, labels = connected_components(graph, directed=False)
     if n_comp > 1:
         sizes = np.bincount(labels)
-        small = [agents[i] for i in np.flatnonzero(labels != np.argmax(sizes))]
+        largest = np.flatnonzero(sizes == sizes.max())
+        if largest.size == 1:
+            small = [agents[i] for i in np.flatnonzero(labels != largest[0])]
+            how = (f"agents outside the largest one {small[:10]}{' ...' if len(small) > 10 else ''} are "
+                   "compared with it only through the prior")
+        else:  # no component is the largest: none is the one the others are measured against
+            tied = [[agents[i] for i in np.flatnonzero(labels == c)] for c in largest]
+            shown = "; ".join(f"{g[:5]}{' ...' if len(g) > 5 else ''}" for g in tied[:4])
+            how = (f"{largest.size} of them tie for the largest ({int(sizes.max())} agents each: {shown}"
+                   f"{'; ...' if largest.size > 4 else ''}), and the components are compared with each "
+                   "other only through the prior")
         warn_user(
-            f"the comparison graph has {n_comp} disconnected components (sizes {sorted(sizes.tolist(), reverse=True)}); "
-            f"agents outside the largest one {small[:10]}{' ...' if len(small) > 10 else ''} are compared with it "
-            "only through the prior",
+            f"the comparison graph has {n_comp} disconnected components (sizes "
+            f"{sorted(sizes.tolist(), reverse=True)}); {how}",
             DisconnectedComparisonWarning,
         )
     return int(n_comp)
