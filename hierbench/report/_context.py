@@ -179,6 +179,13 @@ def checked_person_fit(data: xr.Dataset, *, prob: float = 0.95, rng=0):
         return None
 
 
+#: the checklist's word on the run-log frequentist results in a report of battles ({keys}: those asked for)
+_BATTLES_FREQ = (
+    "none: the run-log results ({keys}) do not apply to battles; the battles' frequentist counterpart is "
+    "`hierbench.freq.fit_bradley_terry_ml` (it resamples the prompts), which this report does not compute"
+)
+
+
 class _Context:
     bootstrap_method = BOOTSTRAP_METHOD
     #: a battle log given as the report's data (``data`` is then None: the sections read run logs)
@@ -328,7 +335,9 @@ class _Context:
             if isinstance(self.freq, Mapping) and self.freq.get(key) is not None:
                 self.cache[key], source[key] = self.freq[key], "given"
             elif not self.want_freq(key):
-                self.cache[key], source[key] = None, "left out"
+                # no run log is not a choice the caller made (was: "given as None in `freq`" for every battle report)
+                how = "battles" if self.battles is not None else "no data" if self.data is None else "left out"
+                self.cache[key], source[key] = None, how
             else:
                 self.cache[key] = compute()
                 source[key] = "computed from the data" if self.cache[key] is not None else "not applicable"
@@ -350,9 +359,11 @@ class _Context:
         by: dict[str, list[str]] = {}
         for key, how in source.items():
             by.setdefault(how, []).append(key)
-        order = ("given", "computed from the data", "left out", "not applicable")
-        words = {"given": "given in `freq`", "left out": "left out (given as None in `freq`)"}
-        return "; ".join(f"{words.get(h, h)}: {', '.join(by[h])}" for h in order if h in by)
+        order = ("given", "computed from the data", "left out", "not applicable", "no data", "battles")
+        words = {"given": "given in `freq`", "left out": "left out (given as None in `freq`)",
+                 "no data": "not computed (no data given)"}  # fmt: skip
+        return "; ".join(_BATTLES_FREQ.format(keys=", ".join(by[h])) if h == "battles"
+                         else f"{words.get(h, h)}: {', '.join(by[h])}" for h in order if h in by)  # fmt: skip
 
     def ran(self) -> pd.DataFrame | None:
         """Which agent ran which task (``_pair_rows.ran_matrix`` of the fit and data), once: the ranks and pairs read it."""

@@ -193,8 +193,12 @@ def heatmap(
     vmax: float = 1.0,
     annotate: bool = True,
     max_labels: int = LABELS_MAX,
+    hatched: np.ndarray | None = None,
 ) -> Figure:
-    """A labelled heatmap of a probability matrix (NaN cells left blank).
+    """A labelled heatmap of a probability matrix (NaN cells left blank), ``hatched`` cells marked.
+
+    ``hatched``: booleans of ``matrix``'s shape; those cells are drawn with diagonal hatching
+    over their colour (the caller's caption says what they mark: pairs of agents that never met).
 
     The figure is sized from its cells, not the cells from the figure: each cell keeps
     at least ``_cell_inches`` on a side, and the names, the title (over the whole
@@ -226,6 +230,8 @@ def heatmap(
             v = vals[i, j]
             ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
                     color="white" if v < 0.6 * vmax else "black")  # fmt: skip
+    if hatched is not None:
+        _hatch(ax, np.asarray(hatched, dtype=bool))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     cbar = fig.colorbar(im, ax=ax, label=cbar_label)
@@ -234,6 +240,17 @@ def heatmap(
     else:
         fig.suptitle(_wrapped(title, 10.0))
     return fig
+
+
+def _hatch(ax, mask: np.ndarray) -> None:
+    """Diagonal grey hatching over the cells of ``mask`` (one patch collection, under the cells' numbers)."""
+    from matplotlib.collections import PatchCollection
+    from matplotlib.patches import Rectangle
+
+    cells = [Rectangle((j - 0.5, i - 0.5), 1.0, 1.0) for i, j in zip(*np.nonzero(mask), strict=True)]
+    if cells:
+        ax.add_collection(PatchCollection(cells, facecolor="none", edgecolor="0.55", hatch="//", linewidth=0.0,
+                                          zorder=1.5))  # fmt: skip
 
 
 def _cell_inches(n: int, written: bool) -> float:

@@ -2,7 +2,8 @@
 
 By mean score per task over the tasks each agent ran, highest first, ties by name
 (``score_order``, the one owner of that rule); a report with no data (a fit alone) orders by
-each agent's posterior mean, highest first, ties by name. Every table and figure that lists the
+each agent's posterior mean, highest first, ties by name, as does a report of battles (which
+hold no score to order by). Every table and figure that lists the
 agents one per row takes this order (was: the log's file order, which put SWE-bench's 0.102
 agent between 0.536 and 0.450, its file being sorted by the leaderboard's reported score).
 """
@@ -18,6 +19,8 @@ ORDER_WORDS = {
     "data": "agents by mean score per task (over the tasks each ran, `hierbench summary`'s order), "
     "highest first, ties by name",
     "fit": "agents by posterior mean, highest first, ties by name (no data given)",
+    # battles hold no score per agent to order by: the posterior mean is the order with or without them
+    "battles": "agents by posterior mean ability, highest first, ties by name",
 }
 
 
@@ -40,7 +43,11 @@ def _order(ctx: _Context) -> list[str] | None:
 
 def order_words(ctx: _Context) -> str:
     """The report's order in words (:data:`ORDER_WORDS`), by what it rests on."""
-    return ORDER_WORDS["data" if ctx.data is not None else "fit"]
+    from ._match import battles_fit
+
+    if ctx.data is not None:
+        return ORDER_WORDS["data"]
+    return ORDER_WORDS["battles" if ctx.battles is not None or battles_fit(ctx.fit) else "fit"]
 
 
 def in_report_order(table: pd.DataFrame, ctx: _Context) -> pd.DataFrame:

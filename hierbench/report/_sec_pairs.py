@@ -21,8 +21,12 @@ from ._sections import SEPARATED_FLAG
 from ._sections import _mixed_note
 from ._sections import _no_level
 from ._sections import _separated_caption
+from ._sections import battle_graph
+from ._sections import groups_words
+from ._sections import never_met_words
 from ._sections import note_separation
 from ._sections import separated_agents
+from ._sections import unplayed_words
 
 
 def _compare(ctx: _Context):
@@ -64,8 +68,19 @@ def _bayes_heatmap(ctx: _Context):
         xlabel="opponent",
         ylabel="agent",
         cbar_label="posterior probability (0-1)",
+        hatched=_never_met(ctx, m),
     )
     return ps, fig
+
+
+def _never_met(ctx: _Context, m: pd.DataFrame) -> np.ndarray | None:
+    """The heatmap's cells of two agents that never met in the battles (None: not battles, or every pair met)."""
+    graph = battle_graph(ctx)
+    if graph is None:
+        return None
+    met = graph["met"].reindex(index=m.index, columns=m.columns).fillna(0).to_numpy() > 0
+    never = ~met & ~np.eye(len(m), dtype=bool)
+    return never if never.any() else None
 
 
 #: the heatmap's caption (its order is what the reader needs to know to find a pair)
@@ -162,6 +177,7 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
             + bayes_pair_note(ctx.fit, n_pairs, _label(ctx.var))
             + _agent_cluster(ctx)
             + ("" if tests else _no_tests(ctx))
+            + _battle_links(ctx)
         )
     table = more = None
     if ctx.want_freq("compare"):
@@ -180,6 +196,22 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
     )
     if fig is not None:
         rep.figure("prob_superiority", fig, _heatmap_caption(ctx, ps))
+
+
+def _never_met_caption(ctx: _Context) -> str:
+    """The heatmap caption's count of the pairs that never met (its hatched cells) and what their P(a > b) rests on."""
+    graph = battle_graph(ctx)
+    said = never_met_words(graph, "P(a > b)", " (hatched cells, both triangles)") if graph is not None else ""
+    return f" {said}" if said else ""
+
+
+def _battle_links(ctx: _Context) -> str:
+    """The pairwise section's word on agents no battle links: groups that never meet, agents in no battle."""
+    graph = battle_graph(ctx)
+    if graph is None:
+        return ""
+    said = [groups_words(graph, "a P(a > b)"), unplayed_words(graph, "its pairwise probabilities are", "their pairwise probabilities are")]
+    return "".join(f" {t}" for t in said if t)
 
 
 def pairs_title(probabilities: bool, tests: bool) -> str:
@@ -248,7 +280,7 @@ def _heatmap_caption(ctx: _Context, ps) -> str:
     """The Bayes heatmap's caption: its order and, with too many agents to name, that its axes are unnamed."""
     caption = _HEATMAP_CAPTION.format(what=_label(ctx.var), order=order_words(ctx))
     caption += _separated_caption(ctx, "P(a > b) against every other agent")
-    caption += link_caption(ctx.ran())
+    caption += link_caption(ctx.ran()) + _never_met_caption(ctx)
     n = ps.sizes["agent"]
     if n > LABELS_MAX:
         if not ctx.want_freq("compare"):
