@@ -298,7 +298,7 @@ def _decide(
     if d["n_components"] > 1:
         st.decisions["comparison_graph"] = {
             "choice": f"{d['n_components']} components",
-            "reason": "agents outside the largest component are compared with it only through the prior",
+            "reason": "agents of different components are compared with each other only through the prior",
             "source": "auto",
         }
     st.hint(
