@@ -142,6 +142,14 @@ def _mixed_agent_draws(ctx: _Context) -> xr.DataArray | None:
     return draws
 
 
+def file_name(source: object) -> str:
+    """A data source as its file name: a report travels, the folder it was read from does not."""
+    from pathlib import PurePath
+
+    text = str(source)
+    return PurePath(text).name if ("/" in text or "\\" in text) else text
+
+
 class _Skip(Exception):
     """A section that does not apply (the note says why)."""
 

@@ -6,6 +6,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ._battles import battle_graph
+from ._battles import groups_words
+from ._battles import never_met_words
+from ._battles import unplayed_words
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _label
@@ -21,12 +25,8 @@ from ._sections import SEPARATED_FLAG
 from ._sections import _mixed_note
 from ._sections import _no_level
 from ._sections import _separated_caption
-from ._sections import battle_graph
-from ._sections import groups_words
-from ._sections import never_met_words
 from ._sections import note_separation
 from ._sections import separated_agents
-from ._sections import unplayed_words
 
 
 def _compare(ctx: _Context):
