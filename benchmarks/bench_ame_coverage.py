@@ -65,6 +65,16 @@ variances over replicates, read as ``2 mean^2 / var``, gives 10.0-11.4
 design) gave 11-14 and 7-9. ``FewLevelsWarning`` now marks ML intervals
 (``method="ml"``) and REML ones where no random term contains the variable.
 
+``--half ml`` asks for the default intervals (no ``method``) and, on the same
+fit, the ML normal ones beside them, as the study script did: the summary
+adds their coverage (``_ml``) and ``gain_over_ml``, the default's coverage
+minus theirs on the same replicates, with its Monte Carlo se from the
+paired per-replicate differences. In both designs' 200 replicates the pairs
+nest one way (ML never covered a truth the default missed), and if the
+default fell back to the ML intervals the gain would be exactly 0, whatever
+the Monte Carlo noise: tests/test_freq_effects.py asserts it is positive on
+14 replicates of the small design.
+
 Bayesian half, measured 2026-12-02 (``--half bayes --seed 11``, 300 tasks;
 stopped after 34 replicates, about 1 fit a minute at load 5-7 beside other
 work; fixed effects under Normal(0, 2.5), still the scaffolds' and the
@@ -196,9 +206,13 @@ def true_ame(design: dict) -> np.ndarray:
     return 100 * (np.array(p[1:]) - p[0])
 
 
-def _ml_ame(ds: xr.Dataset, rng: np.random.Generator, method: str = "reml") -> tuple:
+def _ml_ame(ds: xr.Dataset, rng: np.random.Generator, method: str | None = None) -> tuple:
+    """The AMEs at ``method``; at the default (None), also the ML normal ones of the same fit (paired)."""
     fit = fit_crossed_ml(ds, FORMULA, intervals="wald")
-    return average_marginal_effects(fit, "scaffold", method=method), bool(fit.converged)
+    if method is not None:
+        return average_marginal_effects(fit, "scaffold", method=method), bool(fit.converged), None
+    ame = average_marginal_effects(fit, "scaffold")
+    return ame, bool(fit.converged), average_marginal_effects(fit, "scaffold", method="ml")
 
 
 def _bayes_ame(ds: xr.Dataset, rng: np.random.Generator) -> tuple:
@@ -208,20 +222,25 @@ def _bayes_ame(ds: xr.Dataset, rng: np.random.Generator) -> tuple:
     model = bayes.build_mixed(ds, FORMULA)
     fit = bayes.fit(model, rng=rng, progress=False)
     ame = metrics.average_marginal_effects(fit, model.hierbench["design"], "scaffold")
-    return ame, bool(fit.attrs["diag_converged"])
+    return ame, bool(fit.attrs["diag_converged"]), None
 
 
 HALVES = {"ml": _ml_ame, "bayes": _bayes_ame, "ml-uncorrected": partial(_ml_ame, method="ml")}
 
 
 def one_replicate(design: dict, truth: np.ndarray, rng: np.random.Generator, half: str = "ml") -> dict:
+    """One data set's intervals and whether each covers its truth (``_ml``: the ML ones beside, same fit)."""
     ds = simulate_leaderboard(design, rng)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ame, converged = HALVES[half](ds, rng)
-    lo, hi = ame.ci.sel(ci_bound="lower").values, ame.ci.sel(ci_bound="upper").values
-    return {"est": ame.estimate.values.tolist(), "lo": lo.tolist(), "hi": hi.tolist(),
-            "covered": ((lo <= truth) & (truth <= hi)).tolist(), "converged": converged}  # fmt: skip
+        ame, converged, beside = HALVES[half](ds, rng)
+    row = {"converged": converged}
+    for suffix, a in (("", ame), ("_ml", beside)):
+        if a is not None:
+            lo, hi = a.ci.sel(ci_bound="lower").values, a.ci.sel(ci_bound="upper").values
+            row.update({f"est{suffix}": a.estimate.values.tolist(), f"lo{suffix}": lo.tolist(),
+                        f"hi{suffix}": hi.tolist(), f"covered{suffix}": ((lo <= truth) & (truth <= hi)).tolist()})  # fmt: skip
+    return row
 
 
 def run(reps: int, n_tasks: int, seed: int, design_seed: int = 2026, half: str = "ml", rows_out: str | None = None,
@@ -239,18 +258,35 @@ def run(reps: int, n_tasks: int, seed: int, design_seed: int = 2026, half: str =
 
 
 def summarise(rows: list[dict], truth: np.ndarray, n_tasks: int) -> dict:
+    """Coverage per contrast and overall, Monte Carlo se from the replicates' means, bias, widths.
+
+    Where the rows hold the ML intervals beside the default ones (``--half ml``): their coverage
+    (``_ml``) and ``gain_over_ml``, the default's coverage minus theirs on the same replicates, with
+    its own Monte Carlo se (``mc_se_gain``, from the replicates' paired differences).
+    """
     reps = len(rows)
+
+    def se(per_rep: np.ndarray) -> float:
+        return float(per_rep.std(ddof=1) / np.sqrt(reps)) if reps > 1 else float("nan")
+
     cov = np.array([r["covered"] for r in rows], dtype=float)
     est = np.array([r["est"] for r in rows])
     width = np.array([np.subtract(r["hi"], r["lo"]) for r in rows])
-    per_rep = cov.mean(1)
-    return {
+    out = {
         "reps": reps, "tasks": n_tasks, "truth": truth.tolist(),
-        "coverage": cov.mean(0).tolist(), "coverage_all": float(cov.mean()),
-        "mc_se_all": float(per_rep.std(ddof=1) / np.sqrt(reps)) if reps > 1 else float("nan"),
+        "coverage": cov.mean(0).tolist(), "coverage_all": float(cov.mean()), "mc_se_all": se(cov.mean(1)),
         "bias": (est.mean(0) - truth).tolist(), "mean_width": width.mean(0).tolist(),
         "n_not_converged": int(sum(not r["converged"] for r in rows)),
     }  # fmt: skip
+    if rows and all("covered_ml" in r for r in rows):
+        cov_ml = np.array([r["covered_ml"] for r in rows], dtype=float)
+        width_ml = np.array([np.subtract(r["hi_ml"], r["lo_ml"]) for r in rows])
+        out.update({
+            "coverage_ml": cov_ml.mean(0).tolist(), "coverage_all_ml": float(cov_ml.mean()),
+            "mc_se_all_ml": se(cov_ml.mean(1)), "mean_width_ml": width_ml.mean(0).tolist(),
+            "gain_over_ml": float((cov - cov_ml).mean()), "mc_se_gain": se((cov - cov_ml).mean(1)),
+        })  # fmt: skip
+    return out
 
 
 def main() -> None:

@@ -265,17 +265,24 @@ def test_ame_warns_when_its_interval_rests_on_few_agent_level_levels(scaffold_fi
 
 @pytest.mark.slow
 def test_ame_intervals_cover_their_truth_on_a_simulated_leaderboard():
-    """6 scaffolds x 8 models, 25 combinations run, 120 tasks with a tier, one run per cell;
-    16 replicates x 5 scaffold contrasts, default (REML + containment t) intervals. The full
-    study (benchmarks/bench_ame_coverage.py, 200 replicates, 300 tasks) is the evidence for
-    their level; here the Monte Carlo sd of the overall coverage is about 0.03-0.04
-    (correlated contrasts), so >= 0.85 guards against falling back to the ML intervals'
-    0.90-at-300-tasks shortfall or worse.
+    """The benchmark's small board (6 scaffolds x 5 models, 18 combinations, containment df 8),
+    150 tasks with a tier, one run per cell; 14 replicates x 5 scaffold contrasts, the default
+    (REML + containment t) intervals and, on the same fits, the ML normal ones. The full study
+    (benchmarks/bench_ame_coverage.py, 200 replicates of this design) measured 0.983 and 0.872.
+    Monte Carlo sd at 14 replicates, from the study's replicate-level sd (the contrasts of one
+    replicate are correlated): 0.019 (default), 0.046 (ML) and 0.041 for the paired gain, the
+    default's coverage minus ML's on the same replicates (study 0.111; the pairs nest one way:
+    ML never covered a truth the default missed). Resampling 14 of the study's replicates, the
+    default falls below 0.90 with probability 6e-4 and the gain is 0 with probability 8e-4. Were
+    the default to fall back to the ML intervals, the gain would be exactly 0; the ML coverage
+    alone passes 0.90 with probability 0.34, so the level check could not tell them apart.
+    Seed 7: 0.943, ML 0.871, gain 0.071.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = _bench().run(reps=16, n_tasks=120, seed=7)
-    assert res["coverage_all"] >= 0.85, res
+        res = _bench().run(reps=14, n_tasks=150, seed=7, design_seed=2027, design_name="small")
+    assert res["coverage_all"] >= 0.90, res
+    assert res["gain_over_ml"] > 0, res
     assert res["n_not_converged"] == 0
 
 
