@@ -108,3 +108,16 @@ def test_llmfao_has_no_exact_duplicate_and_reads_as_before(shared_data):
     want = raw["winner"].map({"left": 1.0, "right": 0.0, "tie": 0.5}).to_numpy()
     np.testing.assert_array_equal(got.outcome.values, want)
     np.testing.assert_array_equal(got.agent_a.values.astype(str), raw["left"].to_numpy().astype(str))
+
+
+def test_equal_numbers_with_other_text_are_no_duplicate_and_distinct_numbers_settle_it():
+    """The shortcut (records distinct on their numeric columns are distinct) decides only when it can.
+
+    Two records with the same id but another verdict are distinct (the full comparison says so);
+    two with the same id and every other column equal are a copy, refused as before.
+    """
+    same_id = BASE.assign(id=[0, 0, 1, 1])
+    assert read_battles(same_id).attrs["n_repeated_records"] == 0  # by hand: no two rows equal in every column
+    copy = pd.concat([same_id, same_id.iloc[[2]]], ignore_index=True)
+    with pytest.raises(EvalDataError, match=r"1 of 5 records repeat an earlier record in every column.*\(2, 4\)"):
+        read_battles(copy)

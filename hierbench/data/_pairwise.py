@@ -396,6 +396,17 @@ def _agent_codes(
     return remap[ia], remap[ib], names
 
 
+def _distinct_on_numbers(df: pd.DataFrame) -> bool:
+    """Whether the records are distinct on their numeric columns alone (ids, times): then none repeats another.
+
+    Records equal in every column are equal in any of them, so distinct numeric parts settle it
+    without hashing the text columns (read_battles on LLMFAO 4.4 -> 3.0 ms; 2.5 before any check);
+    False decides nothing.
+    """
+    num = [c for c in df.columns if df[c].dtype.kind in "iufbmM"]
+    return bool(num) and not df.duplicated(subset=num).any()
+
+
 def _battle_repeats(
     df: pd.DataFrame, source: str, cols: dict[str, str], duplicates: str
 ) -> tuple[np.ndarray | None, dict]:
@@ -407,9 +418,14 @@ def _battle_repeats(
     separate battles apart; in a table of only the columns read, a repeat is another
     battle with the same result.
     """
-    keys = _row_keys(df)
-    dup = keys.duplicated(keep="first").to_numpy()
-    n = int(dup.sum())
+    read = set(cols.values())
+    other = [str(c) for c in df.columns if c not in read]
+    if _distinct_on_numbers(df):
+        keys, dup, n = None, None, 0
+    else:
+        keys = _row_keys(df)
+        dup = keys.duplicated(keep="first").to_numpy()
+        n = int(dup.sum())
     dropped = n if duplicates == "drop" else 0
     attrs = {
         "n_records_kept": len(df) - dropped,
@@ -420,8 +436,6 @@ def _battle_repeats(
         return None, attrs
     if duplicates == "drop":
         return ~dup, attrs
-    read = set(cols.values())
-    other = [str(c) for c in df.columns if c not in read]
     if duplicates == "refuse" and other:
         rows = np.flatnonzero(dup)
         raise EvalDataError(
