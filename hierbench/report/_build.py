@@ -26,6 +26,10 @@ from .._base import check_choice
 from .._base import check_int
 from .._base import check_prob
 from .._base import fit_record
+from ._battle_freq import SECTION_ID as BATTLE_FREQ
+from ._battle_freq import _sec_battle_freq
+from ._battle_freq import with_battle_freq
+from ._battles import of_battles
 from ._context import _TITLES
 from ._context import BOOTSTRAP_METHOD
 from ._context import SECTIONS
@@ -44,13 +48,13 @@ from ._passk import _sec_passk
 from ._report import Report
 from ._report import refuse_targets
 from ._sec_pairs import _sec_pairwise
+from ._sec_pairs import pairs_title
 from ._sections import _sec_abilities
 from ._sections import _sec_checklist
 from ._sections import _sec_data
 from ._sections import _sec_ppc
 from ._sections import _sec_ranks
 from ._sections import _sec_side
-from ._sections import of_battles
 from ._subset import _sec_subset
 from ._subset import check_subset
 from ._variance import _sec_variance
@@ -218,6 +222,7 @@ def build_all(fit, data, *, paths: Sequence, format=None, overwrite=False, progr
     kw["freq"] = check_freq(kw.get("freq", "auto"), data, prob)  # given results: this log's, at this level
     battles, data = (data, None) if is_battles(data) else (None, data)  # the run-log sections see no data
     order = with_horizons(SECTIONS if not subset else _with_subset(), fit, data)
+    order = with_battle_freq(order, battles, kw["freq"])  # the battles' ML fit beside the Bayesian abilities
     out = []
     with Progress(len(order) + len(paths), "report", enabled=progress, unit="section") as bar:
         ctx = _Context(fit=fit, data=data, battles=battles, prob=prob, bootstrap_method=bootstrap_method,
@@ -341,9 +346,10 @@ def _glyphs_note(ctx: _Context) -> str:
 
 #: the abilities, ranks and pairs of a battle log given without a fit
 BATTLES_NO_FIT = (
-    "A battle log alone: the abilities, ranks and pairwise probabilities need a Bradley-Terry fit of it "
-    "(`hierbench fit`, hierbench.bayes.build_bradley_terry); hierbench.freq.fit_bradley_terry_ml gives the "
-    "abilities and rank intervals under resampling of the prompts."
+    "A battle log alone: the Bayesian abilities, ranks and pairwise probabilities need a Bradley-Terry fit "
+    "of it in Python (hierbench.bayes.build_bradley_terry, then hierbench.bayes.fit; the command line fits "
+    "run logs only); hierbench.freq.fit_bradley_terry_ml gives the abilities and rank intervals under "
+    "resampling of the prompts."
 )
 #: the sections that read a run log's scores (agent x task x run): a report of battles says so in each
 RUN_LOG_ONLY = {
@@ -351,7 +357,7 @@ RUN_LOG_ONLY = {
     "variance": "Variance components apply to run logs (scores per agent, task and run), not to battles.",
     "side-by-side": "This section applies to run logs, not to battles: it puts the task bootstrap of each agent's "
     "mean score beside the fit (for battles, hierbench.freq.fit_bradley_terry_ml is the Bradley-Terry fit's "
-    "frequentist counterpart).",
+    f"frequentist counterpart: the section \"{_TITLES[BATTLE_FREQ]}\" shows it, given the battle log and freq not None).",
 }
 
 
@@ -361,7 +367,9 @@ def _run_section(ctx: _Context, rep: Report, sid: str) -> None:
         rep.section(_TITLES[sid], id=sid, note=RUN_LOG_ONLY[sid])
         return
     if sid in ("abilities", "ranks", "pairwise") and ctx.battles is not None and ctx.fit is None:
-        rep.section(_TITLES[sid], id=sid, note=BATTLES_NO_FIT)
+        # battles hold no paired tests: the heading names what a fit would give (was: "...and paired tests")
+        title = pairs_title(True, False) if sid == "pairwise" else _TITLES[sid]
+        rep.section(title, id=sid, note=BATTLES_NO_FIT)
         return
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -395,5 +403,6 @@ _SECTION_FUNCS = {
     "side-by-side": _sec_side,
     "checklist": _sec_checklist,
     "subset-estimates": _sec_subset,
+    BATTLE_FREQ: _sec_battle_freq,
 }
 

@@ -32,6 +32,8 @@ _TITLES = {
     "data-summary": "Data summary",
     "convergence": "Convergence diagnostics",
     "abilities": "Agent abilities",
+    # only for a battle log with the frequentist half asked for, after the abilities
+    "battle-freq": "Bradley-Terry abilities: Bayesian and maximum likelihood side by side",
     "horizons": "Time horizons",  # only for a horizon fit or a log with human minutes, after the abilities
     "pass-k": "Reliability: pass^k",
     "ranks": "Rank probabilities",
@@ -188,10 +190,14 @@ def checked_person_fit(data: xr.Dataset, *, prob: float = 0.95, rng=0):
 
 
 #: the checklist's word on the run-log frequentist results in a report of battles ({keys}: those asked for)
-_BATTLES_FREQ = (
-    "none: the run-log results ({keys}) do not apply to battles; the battles' frequentist counterpart is "
-    "`hierbench.freq.fit_bradley_terry_ml` (it resamples the prompts), which this report does not compute"
-)
+_BATTLES_FREQ = "none: the run-log results ({keys}) do not apply to battles; {ml}"
+#: ... and on the battles' own counterpart, by whether the report computed it (``_battle_freq``)
+_BATTLES_ML = {
+    True: "the battles' frequentist counterpart, `hierbench.freq.fit_bradley_terry_ml` (prompt bootstrap), is "
+    f"in the section \"{_TITLES['battle-freq']}\"",
+    False: "the battles' frequentist counterpart is `hierbench.freq.fit_bradley_terry_ml` (it resamples the "
+    "prompts), which this report does not compute",
+}
 
 
 class _Context:
@@ -370,7 +376,9 @@ class _Context:
         order = ("given", "computed from the data", "left out", "not applicable", "no data", "battles")
         words = {"given": "given in `freq`", "left out": "left out (given as None in `freq`)",
                  "no data": "not computed (no data given)"}  # fmt: skip
-        return "; ".join(_BATTLES_FREQ.format(keys=", ".join(by[h])) if h == "battles"
+        got = self.cache.get("battle_ml")  # (result or the exception it raised, its warnings): _battle_freq
+        ml = _BATTLES_ML[got is not None and not isinstance(got[0], Exception)]
+        return "; ".join(_BATTLES_FREQ.format(keys=", ".join(by[h]), ml=ml) if h == "battles"
                          else f"{words.get(h, h)}: {', '.join(by[h])}" for h in order if h in by)  # fmt: skip
 
     def ran(self) -> pd.DataFrame | None:
