@@ -249,6 +249,8 @@ def test_a_built_report_shows_the_section_after_the_abilities(real_fit, tmp_path
     row = next(line for line in text.splitlines() if line.startswith("| frequentist results"))
     assert "is in the section \"Bradley-Terry abilities: Bayesian and maximum likelihood side by side\"" in row
     assert "does not compute" not in row
+    kinds = next(line for line in text.splitlines() if line.startswith("| interval level and kind"))
+    assert f"Bradley-Terry abilities by ML: {PROB:.0%} percentile" in kinds and f"Bayes: {PROB:.0%} equal-tailed" in kinds
 
 
 @pytest.mark.slow  # a whole report on the module's real fit (about 2.5 s)

@@ -1321,7 +1321,7 @@ def interval_kinds(ctx: _Context) -> list[str]:
 
     Person fit's slope (where the Data summary flags an agent), the agent bootstrap, the pairwise
     intervals and their simultaneous max-T ones (where computed), pass^k's, the time horizons'
-    (METR's method), the variance components' and the fit's: what the sections computed
+    (METR's method), the variance components', the battles' ML abilities' and the fit's: what the sections computed
     (``ctx.cache``), never recomputed here, so a section not shown adds nothing.
     """
     from .._base import interval_label
@@ -1352,6 +1352,8 @@ def interval_kinds(ctx: _Context) -> list[str]:
         # ``g.ci``'s level, kind and detail from an interval of no component: ``g.ci`` (and the ``hasattr(g, "ci")``
         # that stood here, which evaluates it) profiled every component for those attrs (METR's six: 0.35 s)
         out.append(said("variance components", g_interval(g, float(g.prob), [])))
+    if (bt := ctx.cache.get("battle_ml")) is not None and not isinstance(bt[0], Exception):  # battles' ML section
+        out.append(said("Bradley-Terry abilities by ML", bt[0].ci))
     if ctx.fit is not None:
         out.append(f"Bayes: {ctx.prob:.0%} equal-tailed posterior interval (eti)")
     return out
