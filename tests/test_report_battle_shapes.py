@@ -185,8 +185,10 @@ def test_checklist_and_ppc_say_what_is_true_of_battles(shapes):
     assert "given as None" not in rows["frequentist results"]
     assert "do not apply to battles" in rows["frequentist results"]
     assert "`hierbench.freq.fit_bradley_terry_ml`" in rows["frequentist results"]
-    note = shapes[3]["ppc"]["note"]
-    assert "makes no check of the Bradley-Terry fit" in note and "is no `cell`" not in note
+    text = shapes[3]["ppc"]["text"]
+    assert "makes no check of the Bradley-Terry fit" not in text and "is no `cell`" not in text
+    assert "The posterior predictive p-value is P(D(replicated) >= D(observed))" in text
+    assert "ordered pairs of agents that met" in text and "No prompt-level check: the battle log has no prompt" in text
 
 
 def test_a_fit_recording_other_components_than_its_battles_is_warned_of():

@@ -609,11 +609,10 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
 
     if ctx.fit is None:
         raise _Skip("no fit given")
-    if battles_fit(ctx.fit):  # was: "this bradley_terry fit's outcome is no `cell` or graded `y(obs)` observations"
-        raise _Skip(
-            "The report's posterior predictive checks apply to run logs (success counts per agent x task cell, "
-            "grades per agent); this report makes no check of the Bradley-Terry fit against its battles."
-        )
+    if battles_fit(ctx.fit):  # was: a skip, "this report makes no check of the Bradley-Terry fit" (audit P, F3)
+        from ._battle_ppc import sec_battle_ppc
+
+        return sec_battle_ppc(ctx, rep, sid)
     if _one_run_per_cell(ctx.fit):  # said first: a saved fit's missing draws would not change it
         raise _Skip(
             "every agent x task cell holds one run: the predictive check of success counts per "
