@@ -778,8 +778,9 @@ def clustered_crossed(fit: xr.DataTree) -> bool:
 #: what a Bradley-Terry fit's probabilities and ranks assume of the battles, and the counterpart without it
 BATTLES_INDEPENDENT = (
     "The Bradley-Terry model counts every battle as an independent judgment; battles that share a prompt "
-    "are not, so {what} can be surer than the battles allow (hierbench.freq.fit_bradley_terry_ml resamples "
-    "the prompts{extra})."
+    "are not, so {what} can be surer than the battles allow (the posterior predictive checks test this; "
+    "hierbench.freq.fit_bradley_terry_ml resamples the prompts{extra}, and stands beside the abilities "
+    "where the battle log is given)."
 )
 
 
