@@ -303,8 +303,9 @@ _MIXED_LEVEL = (
     "The formula model's level of each agent is its {what}: the posterior of each design row's "
     "expected outcome, every fitted effect at its drawn value, averaged over the agent's own rows "
     "(hierbench.metrics.mean_response with tasks='observed'; the task bootstrap's point estimate). "
-    "Its interval holds these tasks fixed; the bootstrap's is for a new draw of tasks, so it is wider "
-    "by the tasks' spread, not by less information."
+    "Its interval holds these tasks fixed; the bootstrap's is for a new draw of tasks, so it is usually "
+    "wider, by the tasks' spread, not by less information (with few tasks the bootstrap's can be the "
+    "narrower one: a resampling interval then falls short of its level)."
 )
 #: the same, where Agent abilities has said it already
 _MIXED_SHORT = "(the formula model's expected mean over each agent's own tasks; see Agent abilities)."
@@ -970,6 +971,22 @@ def _side_missing(ctx: _Context, no_boot: bool) -> str:
     )
 
 
+def _narrower_boot(wide: pd.DataFrame, kind: str) -> str:
+    """The agents whose bootstrap interval is narrower than their Bayesian one, named ("" if none).
+
+    Audit F, F5: the sentence that the bootstrap's is wider was said of every agent, and on the wine
+    judges (8 bottles each) judge 5's was the narrower; with 2 tasks per agent every one was.
+    """
+    width = {m: pd.to_numeric(wide[f"{m} upper"], errors="coerce") - pd.to_numeric(wide[f"{m} lower"], errors="coerce")
+             for m in (f"bootstrap {kind}", "Bayes ETI")}  # fmt: skip
+    narrower = wide.index[(width[f"bootstrap {kind}"] < width["Bayes ETI"]).to_numpy()].astype(str).tolist()
+    if not narrower:
+        return ""
+    who = ", ".join(narrower[:5]) + (f" and {len(narrower) - 5} more" if len(narrower) > 5 else "")
+    return (f" Here the bootstrap's is the narrower for {who} ({len(narrower)} of {len(wide)} agents): with few "
+            "tasks a resampling interval falls short of its level.")
+
+
 def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     boot = ctx.bootstrap()
     twin = score_twin(ctx) if boot is not None else None  # IRT: mean_task on the score scale, not ability
@@ -1031,7 +1048,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             else f" The Bayesian column is the formula model's expected {what} of each agent averaged over "
             "its own tasks (hierbench.metrics.mean_response, tasks='observed'), the bootstrap's point "
             "estimate; its interval holds these tasks fixed, the bootstrap's is for a new draw of tasks "
-            "(wider by the tasks' spread, not for want of information)."
+            "(usually wider by the tasks' spread, not for want of information)." + _narrower_boot(wide, kind)
             if ctx.mixed
             else twin_note(ctx, twin)
             if twin
