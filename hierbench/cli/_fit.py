@@ -283,7 +283,28 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     line = convergence_line(dt, remedy=convergence_remedy(dt, cli=True))
     say_warnings(([line] if line else []) + warning_lines(caught, skip=("ConvergenceWarning",)), args)
+    _print_effects(dt, model, out, args)
     return _fit_status(dt, args.strict)
+
+
+def _print_effects(dt, model, out, args: argparse.Namespace) -> None:
+    """A formula fit's estimated effects, after its diagnostics: each variable's AME and the random terms' sds.
+
+    The fit is saved by then: a failure here is said, never the command's.
+    """
+    from .._base import DEFAULT_PROB
+    from ..report._effects import effects_lines
+
+    log = str(args.file[0]) if len(args.file) == 1 else "LOG"  # report --data takes one log
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            lines = effects_lines(dt, model, DEFAULT_PROB, fit_path=str(out), data_path=log)
+        except (ValueError, KeyError) as exc:  # HierbenchError is a ValueError
+            lines = [f"effects of the formula's terms: not computed ({type(exc).__name__}: {exc})"]
+    if lines:
+        print("\n".join(lines), flush=True)
+    say_warnings(warning_lines(caught), args)
 
 
 def _fit_status(dt, strict: bool) -> int:

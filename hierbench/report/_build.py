@@ -37,6 +37,8 @@ from ._context import ReportSectionWarning
 from ._context import _Context
 from ._context import _Skip
 from ._convergence import _sec_convergence
+from ._effects import _sec_effects
+from ._effects import with_effects
 from ._horizons import _sec_horizons
 from ._horizons import with_horizons
 from ._match import check_fit_data
@@ -223,6 +225,7 @@ def build_all(fit, data, *, paths: Sequence, format=None, overwrite=False, progr
     battles, data = (data, None) if is_battles(data) else (None, data)  # the run-log sections see no data
     order = with_horizons(SECTIONS if not subset else _with_subset(), fit, data)
     order = with_battle_freq(order, battles, kw["freq"])  # the battles' ML fit beside the Bayesian abilities
+    order = with_effects(order, fit)  # a formula fit's effects, both halves
     out = []
     with Progress(len(order) + len(paths), "report", enabled=progress, unit="section") as bar:
         ctx = _Context(fit=fit, data=data, battles=battles, prob=prob, bootstrap_method=bootstrap_method,
@@ -395,6 +398,7 @@ _SECTION_FUNCS = {
     "convergence": _sec_convergence,
     "abilities": _sec_abilities,
     "horizons": _sec_horizons,
+    "effects": _sec_effects,
     "pass-k": _sec_passk,
     "ranks": _sec_ranks,
     "pairwise": _sec_pairwise,

@@ -35,6 +35,7 @@ _TITLES = {
     # only for a battle log with the frequentist half asked for, after the abilities
     "battle-freq": "Bradley-Terry abilities: Bayesian and maximum likelihood side by side",
     "horizons": "Time horizons",  # only for a horizon fit or a log with human minutes, after the abilities
+    "effects": "Effects of the formula's terms",  # only for a formula fit, after the abilities (and horizons)
     "pass-k": "Reliability: pass^k",
     "ranks": "Rank probabilities",
     "pairwise": "Does A beat B? Pairwise probabilities and paired tests",
