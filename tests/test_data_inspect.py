@@ -393,7 +393,7 @@ INSPECT_SWEEP = {
     "value_map to NaN": (lambda f, tmp: read_inspect_log(f, scorer="match", value_map={"C": float("nan")}), r"value 'C' of sample 's1' epoch 1 in .* maps to nan: a score must lie in \[0, 1\]"),
     "value_map to text": (lambda f, tmp: read_inspect_log(f, scorer="match", value_map={"C": "x"}), r"value 'C' of sample 's1' epoch 1 in .* cannot be mapped to a score \(could not convert string to float: 'x'\); map such values with `value_map`"),
     "scorer a number": (lambda f, tmp: read_inspect_log(f, scorer=5), r"`scorer` 5 is not in the Inspect logs; available scorers \['answer_length', 'match', 'mixed'\]"),
-    "agent unknown": (lambda f, tmp: read_inspect_log(f, scorer="match", agent="x"), r"`agent` must be 'auto', 'model' or 'model\+task'; got 'x'"),
+    "agent unknown": (lambda f, tmp: read_inspect_log(f, scorer="match", agent="x"), r"`agent` must be 'auto', 'model', 'model\+task' or 'model\+variant'; got 'x'"),
     "errors None": (lambda f, tmp: read_inspect_log(f, scorer="match", errors=None), r"`errors` must be 'fail' or 'exclude'; got None"),
     "a text file named .eval": (lambda f, tmp: read_inspect_log(_text(tmp / "x.eval")), r"`path_or_paths`: .*x\.eval could not be read as an Inspect log"),
 }  # fmt: skip
