@@ -191,13 +191,13 @@ def checked_person_fit(data: xr.Dataset, *, prob: float = 0.95, rng=0):
 
 
 #: the checklist's word on the run-log frequentist results in a report of battles ({keys}: those asked for)
-_BATTLES_FREQ = "none: the run-log results ({keys}) do not apply to battles; {ml}"
+_BATTLES_FREQ = "{ml}; the run-log results ({keys}) do not apply to battles"
 #: ... and on the battles' own counterpart, by whether the report computed it (``_battle_freq``)
 _BATTLES_ML = {
-    True: "the battles' frequentist counterpart, `hierbench.freq.fit_bradley_terry_ml` (prompt bootstrap), is "
-    f"in the section \"{_TITLES['battle-freq']}\"",
-    False: "the battles' frequentist counterpart is `hierbench.freq.fit_bradley_terry_ml` (it resamples the "
-    "prompts), which this report does not compute",
+    True: "computed: the battles' counterpart, `hierbench.freq.fit_bradley_terry_ml` (prompt bootstrap), in the "
+    f"section \"{_TITLES['battle-freq']}\"",
+    False: "none: the battles' counterpart is `hierbench.freq.fit_bradley_terry_ml` (it resamples the prompts), "
+    "which this report does not compute",
 }
 
 
