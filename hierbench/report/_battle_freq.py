@@ -226,7 +226,7 @@ def _text(ctx, table, res, said, model_words, bayes, labels, texts) -> str:
     ok = not isinstance(res, Exception)
     head = ["Each agent's Bradley-Terry ability in logits"]
     if blab is not None:
-        head.append(f"from the Bayesian fit (posterior mean and {blab} interval, equal-tailed posterior)")
+        head.append(f"from the Bayesian fit (posterior mean and {blab} interval: equal-tailed, {ctx.prob:.0%} of the posterior between its ends)")
     if ok:
         head.append(f"{'and ' if blab is not None else ''}by maximum likelihood, hierbench.freq.fit_bradley_terry_ml (estimate and {mlab} interval, "
                     f"{res.ci.attrs.get('ci_detail', '')}, seed {ctx.rng})")  # fmt: skip
