@@ -293,7 +293,7 @@ def _print_effects(dt, model, out, args: argparse.Namespace) -> None:
     The fit is saved by then: a failure here is said, never the command's.
     """
     from .._base import DEFAULT_PROB
-    from ..report._effects import effects_lines
+    from ..report import effects_lines
 
     log = str(args.file[0]) if len(args.file) == 1 else "LOG"  # report --data takes one log
     with warnings.catch_warnings(record=True) as caught:

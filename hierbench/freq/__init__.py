@@ -47,6 +47,9 @@ from ._judges import *  # noqa: F403
 from ._kernels import FEW_UNITS as FEW_UNITS  # for hierbench.report and demo; not in __all__
 from ._kernels import task_weights as task_weights
 from ._pairwise import *  # noqa: F403
+from ._pairwise._undefined import (
+        _bounds_with_undefined as _bounds_with_undefined,  # for hierbench.report
+)
 from ._profiles import *  # noqa: F403
 from ._rates import *  # noqa: F403
 from ._resampling import *  # noqa: F403

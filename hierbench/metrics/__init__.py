@@ -42,6 +42,7 @@ from ._horizon import PosteriorHorizonResult
 from ._horizon import doubling_time
 from ._horizon import time_horizon
 from ._mixed import MixedDraws as MixedDraws  # for hierbench.bayes (formula models)
+from ._mixed import as_design as as_design  # for hierbench.report (the effects section)
 from ._mixed import mixed_draws as mixed_draws
 from ._mixed import ordinal_probs as ordinal_probs
 from ._mixed import row_predictor as row_predictor
@@ -49,6 +50,9 @@ from ._mixed import task_codes as task_codes
 from ._passk import beta_moments
 from ._passk import pass_at_k
 from ._passk import pass_hat_k
+from ._ranking import (
+    davidson_log_probs as davidson_log_probs,  # for hierbench.report (battles' predictive check)
+)
 from ._ranking import head_to_head
 from ._ranking import prob_superiority
 from ._ranking import rank_probabilities

@@ -15,6 +15,7 @@ from ._build import build
 from ._build import build_all as build_all  # for the demo; not in __all__
 from ._context import checked_person_fit as checked_person_fit  # for the CLI, demo; not in __all__
 from ._dstudy import plot_d_study
+from ._effects import effects_lines as effects_lines  # for the CLI; not in __all__
 from ._figures import heatmap
 from ._figures import interval_forest
 from ._figures import passk_curves

@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from .._base import OUTSIDE_PACKAGE
 from .._base import HierbenchError
 from .._base import fit_record
 from .._base import interval_label
@@ -102,7 +103,7 @@ def battle_ml(ctx: _Context, options: dict):
                 res = exc
         ctx.cache["battle_ml"] = (res, [f"{w.category.__name__}: {w.message}" for w in caught])
         for w in caught:
-            warnings.warn(w.message, stacklevel=2)
+            warnings.warn(w.message, w.category, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
     return ctx.cache["battle_ml"]
 
 
@@ -142,7 +143,7 @@ def separated_pairs(x: np.ndarray | None, dist: np.ndarray | None, prob: float) 
     excludes 0; a resample without a finite MLE counts as the ML intervals count it
     (``_bounds_with_undefined``), and a pair whose bound it decides is ``undefined``.
     """
-    from ..freq._pairwise._undefined import _bounds_with_undefined
+    from ..freq import _bounds_with_undefined
 
     m = (x if x is not None else dist).shape[1]
     i, j = np.triu_indices(m, 1)

@@ -82,7 +82,7 @@ def draw_probs(post: xr.Dataset, idx: np.ndarray, ia: np.ndarray, ib: np.ndarray
     ``ability`` (chain, draw, agent), ``home`` where fitted (added for the first agent), ``nu`` or
     ``log_nu`` (Davidson; neither: no ties, the logistic model).
     """
-    from .._numerics import davidson_log_probs
+    from ..metrics import davidson_log_probs
 
     ab = post["ability"].transpose("chain", "draw", "agent").values
     ab = ab.reshape(-1, ab.shape[-1])[idx]

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .._base import FRACTIONAL_LINEAR
+from .._base import OUTSIDE_PACKAGE
 from .._base import interval_label
 from ._context import _TITLES
 from ._context import _Context
@@ -106,7 +107,7 @@ def formula_ml(ctx: _Context, design, variables: list[str]) -> tuple:
         said = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
         ctx.cache["formula_ml"] = (ml, effects, said)
         for w in caught:
-            warnings.warn(w.message, w.category, stacklevel=2)
+            warnings.warn(w.message, w.category, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
     return ctx.cache["formula_ml"]
 
 
@@ -390,7 +391,7 @@ def effects_lines(fit, model, prob: float, *, fit_path: str = "FIT", data_path: 
     the frequentist fit beside them (``fit_path`` and ``data_path`` name the files in that command).
     Empty for a fit that is not a formula fit.
     """
-    from ..metrics._mixed import as_design
+    from ..metrics import as_design
 
     if fit.attrs.get("hierbench_model") != "mixed":
         return []
