@@ -511,7 +511,8 @@ def separated_coefficients(design: Any) -> list[str]:
 
     The package's one separation rule, ``hierbench.data``'s ``separation`` (a linear programme
     over the design rows whose runs all sit at one end of the scale: all successes or all
-    failures, all scores 1 or all 0, all at the highest or all at the lowest grade), read here
+    failures, all scores 1 or all 0, all at the highest or all at the lowest grade; and, for
+    grades, rows whose grades split cleanly at a cut between two middle grades), read here
     by the formula builders and ``build_crossed`` (which applies it to its abilities); the ML
     formula fits read it there too. Returns the names of the coefficients the separating
     direction moves (empty: the maximum likelihood estimate exists). The random effects are

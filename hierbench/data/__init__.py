@@ -68,7 +68,14 @@ from ._formula import ConfoundedTermWarning
 from ._formula import FormulaError
 from ._formula import ModelDesign
 from ._formula import RandomTerm
+from ._formula import (
+    Separation as Separation,  # for freq._glmm (separating_direction's result); not in __all__
+)
+from ._formula import (
+    check_grade_scale as check_grade_scale,  # for the CLI's validate: the ordinal fit's rule; not in __all__
+)
 from ._formula import model_design
+from ._formula import separating_direction as separating_direction  # for freq._glmm; not in __all__
 from ._formula import (
     separation as separation,  # for bayes._structure and freq._glmm; not in __all__
 )

@@ -561,13 +561,33 @@ def _grades(
     code = np.searchsorted(cats, np.where(fin, vals, cats[0]))
     K = cats.size
     gc = np.stack([((code == k) & fin).sum(1) for k in range(K)], axis=1).astype(float)
-    empty = cats[gc.sum(0) == 0]
+    _refuse_unused_grades(cats, gc.sum(0), response)
+    return cats, gc
+
+
+def _refuse_unused_grades(cats: np.ndarray, n_per_grade: np.ndarray, response: str) -> None:
+    """The ordinal fit's rule: every grade of the scale occurs (a grade no run has leaves its thresholds unidentified)."""
+    empty = cats[np.asarray(n_per_grade) == 0]
     if empty.size:
         raise FormulaError(
             f"grades {empty.tolist()} of the scale {cats.tolist()} never occur in {response!r}: their "
             "thresholds are not identified. Merge them with a neighbour in `levels` (or in the data)"
         )
-    return cats, gc
+
+
+def check_grade_scale(data: xr.Dataset) -> None:
+    """Refuse ``score`` read on a grade scale (more than two grades) of which some grade never occurs.
+
+    The ordinal fit's own rule (``_refuse_unused_grades``, the same :class:`FormulaError`), read
+    before any fit (``hierbench validate`` says it as a warning: the data are valid, the ordinal
+    formula model, the only one such a scale is fitted with, refuses them). Data without a
+    recorded grade scale pass.
+    """
+    scale, grades, _ = _read_grades(data, "score", None)
+    if grades is None or len(scale) <= 2:
+        return
+    cats = np.asarray(scale, dtype=float)
+    _refuse_unused_grades(cats, (grades[..., None] == cats).reshape(-1, cats.size).sum(0), "score")
 
 
 def _label_levels(data: xr.Dataset, response: str, words: tuple[str, ...]) -> None:
@@ -1053,6 +1073,33 @@ def model_design(
 # --------------------------------------------------------------------------- separation
 
 
+@dataclass(frozen=True)
+class Separation:
+    """Where the data separate a formula's fixed effects (``separating_direction``); falsy when they do not.
+
+    Attributes
+    ----------
+    names : list of str
+        The coefficients the separating direction moves: their estimates are infinite.
+    moved : ndarray of bool
+        The design rows whose likelihood goes to 1 along that direction.
+    cuts : list of str
+        Ordinal only: the cuts (``"3|4"``) between two grades at which the grades split cleanly,
+        when no end of the scale separates (empty: a separation at an end of the scale, whose
+        rows the limit fit leaves out).
+    thresholds : ndarray of bool
+        Ordinal only: the thresholds the direction moves (infinite with the coefficients).
+    """
+
+    names: list[str]
+    moved: np.ndarray
+    cuts: list[str] = field(default_factory=list)
+    thresholds: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+
+    def __bool__(self) -> bool:
+        return bool(self.names)
+
+
 def _one_sided(design: Any) -> tuple[np.ndarray, np.ndarray]:
     """Per design row: whether every run sits at the top of the scale, and whether every one sits at the bottom.
 
@@ -1067,8 +1114,76 @@ def _one_sided(design: Any) -> tuple[np.ndarray, np.ndarray]:
     return y >= n, y <= 0
 
 
-def separation(design: Any) -> tuple[list[str], np.ndarray]:
-    """The fixed effects along which the data separate, and the design rows that direction moves.
+def _direction(margins: np.ndarray, equal: np.ndarray | None = None, order: np.ndarray | None = None) -> np.ndarray | None:
+    """The separation linear programme: a ``d`` in the unit box with ``margins @ d >= 0``, the margins' sum > 0.
+
+    ``equal @ d = 0`` and ``order @ d >= 0`` are further constraints (their rows do not count in
+    the sum). HiGHS maximises the summed margins; None when that maximum is 0 (no separation).
+    """
+    from scipy.optimize import linprog
+
+    ub = margins if order is None else np.vstack([margins, order])
+    eq = {"A_eq": equal, "b_eq": np.zeros(len(equal))} if equal is not None and len(equal) else {}
+    res = linprog(-margins.sum(0), A_ub=-ub, b_ub=np.zeros(len(ub)), bounds=[(-1.0, 1.0)] * margins.shape[1],
+                  method="highs", **eq)  # fmt: skip
+    if res.status != 0 or -res.fun <= 1e-7 * max(1.0, float(np.abs(margins).sum())):
+        return None
+    return res.x
+
+
+def _at_an_end(design: Any, X: np.ndarray) -> Separation | None:
+    """A direction ``b`` with ``x_r b >= 0`` on the rows at the top, ``<= 0`` at the bottom, ``= 0`` elsewhere."""
+    top, bottom = _one_sided(design)
+    mid = ~(top | bottom)
+    one = X[~mid] * np.where(top, 1.0, -1.0)[~mid, None]  # separation: one @ b >= 0 everywhere
+    b = _direction(one, equal=X[mid])
+    if b is None:
+        return None
+    names = [str(c) for c, v in zip(design.coef, b, strict=True) if abs(v) > 1e-7]
+    return Separation(names, np.abs(X @ b) > 1e-7)
+
+
+def _at_a_cut(design: Any, X: np.ndarray) -> Separation | None:
+    """Ordinal: a direction ``(b, t)`` along which every run's grade probability rises or stays.
+
+    A run of grade ``j`` in row ``r`` has ``P = F(theta_j - eta_r) - F(theta_{j-1} - eta_r)``;
+    moving ``(beta, theta)`` by ``s (b, t)`` never lowers it when ``t_j - x_r b >= 0`` (below
+    the top grade) and ``x_r b - t_{j-1} >= 0`` (above the lowest), with ``t`` non-decreasing,
+    and raises it where one of these is > 0: the likelihood keeps rising as ``s`` grows. With
+    ``t = 0`` this is ``_at_an_end``; any ``t`` finds the grades that split cleanly at a cut
+    between two middle grades, at one cut or jointly across cuts. Rows split at one cut alone (``grade <= c`` against
+    ``> c``, the binary rule per cut) are not enough: the grades on each side must stay
+    consistent with one set of thresholds, which this direction carries.
+    """
+    gc = np.asarray(design.grade_counts, dtype=float)
+    K, p = gc.shape[1], X.shape[1]
+    rows, grades = np.nonzero(gc)
+    E = np.eye(K - 1)
+    up, lo = grades < K - 1, grades > 0
+    margins = np.vstack([
+        np.hstack([-X[rows[up]], E[grades[up]]]),  # t_j - x b >= 0: the run's upper cut
+        np.hstack([X[rows[lo]], -E[grades[lo] - 1]]),  # x b - t_{j-1} >= 0: its lower cut
+    ])  # fmt: skip
+    order = np.hstack([np.zeros((K - 2, p)), np.diff(E, axis=0)]) if K > 2 else None
+    d = _direction(margins, order=order)
+    if d is None:
+        return None
+    b, t = d[:p], d[p:]
+    names = [str(c) for c, v in zip(design.coef, b, strict=True) if abs(v) > 1e-7]
+    if not names:  # only thresholds move: a grade no run has (refused where fitted), not a separation
+        return None
+    m = margins @ d
+    cut_of = np.r_[grades[up], grades[lo] - 1]  # the threshold each margin's row is against
+    strict = np.bincount(cut_of, weights=(m > 1e-7).astype(float), minlength=K - 1) > 0
+    slack = np.zeros(gc.shape[0], bool)
+    np.logical_or.at(slack, np.r_[rows[up], rows[lo]], m <= 1e-7)
+    cats = grade_names(design.categories, getattr(design, "labels", None))
+    cuts = [f"{cats[c]}|{cats[c + 1]}" for c in np.flatnonzero(strict)]
+    return Separation(names, ~slack, cuts, np.abs(t) > 1e-7)
+
+
+def separating_direction(design: Any) -> Separation:
+    """The fixed effects along which the data separate, the rows that direction moves, and (ordinal) where.
 
     (Quasi-)complete separation (Albert and Anderson 1984): a direction ``b != 0`` with
     ``x_r b >= 0`` on every row whose runs all sit at the top of the scale, ``<= 0`` on every row
@@ -1079,29 +1194,29 @@ def separation(design: Any) -> tuple[list[str], np.ndarray]:
     ``y log mu + (n - y) log(1 - mu)`` is monotone there just as the binomial one), and the
     highest and lowest grade (ordinal: ``P(lowest) = expit(theta_1 - eta)`` rises to 1 as ``eta``
     falls, whatever the thresholds). Found by a linear programme (HiGHS): maximise the summed
-    margins over the one-sided rows, ``b`` in the unit box. Returns the names of the coefficients
-    the direction moves (empty: the maximum likelihood estimate exists), and a mask of the rows
-    with ``x_r b != 0``, whose likelihood goes to 1 in that limit. Only the fixed effects count
-    (the random effects are bounded by their distribution), and only the separation of rows at
-    an end of the scale: an ordinal design whose grades split cleanly between two middle grades
-    is not looked for.
+    margins over the one-sided rows, ``b`` in the unit box. When no end of its scale separates,
+    an ordinal design is searched for grades that split cleanly at a cut between two middle
+    grades, the thresholds moving with ``b`` (``_at_a_cut``; ``cuts`` names them). Only the
+    fixed effects count (the random effects are bounded by their distribution).
 
     The one rule of the formula builders and ``build_crossed`` (Bayes: the separated coefficient
     rests on its prior) and of the ML formula fits (reported as NaN): kept here, under both.
     """
-    from scipy.optimize import linprog
-
-    none = ([], np.zeros(np.asarray(design.X).shape[0], bool))
-    if np.asarray(design.X).shape[1] == 0:
-        return none
     X = np.asarray(design.X, dtype=float)
-    top, bottom = _one_sided(design)
-    mid = ~(top | bottom)
-    one = X[~mid] * np.where(top, 1.0, -1.0)[~mid, None]  # separation: one @ b >= 0 everywhere
-    eq = {"A_eq": X[mid], "b_eq": np.zeros(int(mid.sum()))} if mid.any() else {}
-    res = linprog(-one.sum(0), A_ub=-one, b_ub=np.zeros(len(one)), bounds=[(-1.0, 1.0)] * X.shape[1],
-                  method="highs", **eq)  # fmt: skip
-    if res.status != 0 or -res.fun <= 1e-7 * max(1.0, float(np.abs(one).sum())):
+    none = Separation([], np.zeros(X.shape[0], bool))
+    if X.shape[1] == 0:
         return none
-    moved = np.abs(X @ res.x) > 1e-7
-    return [str(c) for c, b in zip(design.coef, res.x, strict=True) if abs(b) > 1e-7], moved
+    found = _at_an_end(design, X)
+    if found is None and design.family == "ordinal" and np.asarray(design.grade_counts).shape[1] > 2:
+        found = _at_a_cut(design, X)
+    return none if found is None else found
+
+
+def separation(design: Any) -> tuple[list[str], np.ndarray]:
+    """The fixed effects along which the data separate, and the design rows whose likelihood goes to 1.
+
+    ``separating_direction``'s ``names`` and ``moved`` (see there): empty names when the maximum
+    likelihood estimate exists.
+    """
+    found = separating_direction(design)
+    return found.names, found.moved

@@ -616,6 +616,11 @@ def _warn_errored_runs(recs: _Records, roles: _Roles) -> None:
 # --------------------------------------------------------------------------- assembly
 
 
+def _a(word: str) -> str:
+    """``word`` with its indefinite article: "a task", "an agent"."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
 def _one_per_group(
     df: pd.DataFrame, key: str, col: str, what: str, arg: str, source: str
 ) -> tuple[pd.Series, int]:
@@ -640,7 +645,7 @@ def _one_per_group(
     if n_filled:
         warn_user(
             f"`{arg}` column {col!r} in {source} is empty in some records of {counted(n_filled, what)} "
-            f"{_fmt_list(filled.index[filled].tolist())} and holds one value in the others (a {what} "
+            f"{_fmt_list(filled.index[filled].tolist())} and holds one value in the others ({_a(what)} "
             f"attribute: one value per {what}): each of these {what}s takes that value",
             InconsistentAttributeWarning,
         )
@@ -659,13 +664,13 @@ def _differing_error(given: pd.DataFrame, key: str, col: str, bad: pd.Series, of
         two = pd.unique(given.loc[given[key] == k, col])[:2]
         ex.append(f"{k!r}: " + " and ".join(repr(v) if isinstance(v, str) else str(v) for v in two))
     per_run = (
-        f"A quantity measured in each run (a time, a count) is a per-run variable, not a {what} "
+        f"A quantity measured in each run (a time, a count) is a per-run variable, not {_a(what)} "
         f"attribute: leave it out of `{arg}` (a numeric one can be kept per run with `extra`)"
     )
     return EvalDataError(
-        f"`{arg}` column {col!r} in {source} must hold one value per {what} (a {what} attribute, the "
+        f"`{arg}` column {col!r} in {source} must hold one value per {what} ({_a(what)} attribute, the "
         f"same in every record of the {what}); {len(bad)} of {n_all} {what}s hold two or more, e.g. "
-        f"{'; '.join(ex)}{f' ({len(bad) - 3} more)' if len(bad) > 3 else ''}. {per_run}; if it is a {what} attribute, "
+        f"{'; '.join(ex)}{f' ({len(bad) - 3} more)' if len(bad) > 3 else ''}. {per_run}; if it is {_a(what)} attribute, "
         f"fix the records so that each {what} has one value"
     )
 

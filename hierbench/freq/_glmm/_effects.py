@@ -68,6 +68,7 @@ from ._smallsample import containment_df
 from ._smallsample import restricted_fit
 from ._warnings import FewLevelsWarning
 from ._warnings import MLConvergenceWarning
+from ._warnings import SeparatedAgentWarning
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -303,6 +304,9 @@ def average_marginal_effects(
         agent-level terms are in the model (normal quantiles then).
     MLConvergenceWarning
         The REML refit did not converge.
+    SeparatedAgentWarning
+        ``method="reml"`` on an ML fit with estimates at infinity (NaN) that no
+        separation's reduction removes: no REML refit, the ML fit's values used.
 
     Examples
     --------
@@ -365,10 +369,12 @@ def _basis(fit: MixedMLResult, variable: str, method: str) -> tuple[tuple[np.nda
         _warn_few_levels(fit, variable, "its interval treats the variance of {few} as known", "ML")
         return None, np.inf, f"{what} at the ML fit, normal quantiles"
     reml = restricted_fit(fit)
-    if not reml.converged:
+    if not reml.refitted:
+        warn_user(f"average_marginal_effects: {reml.message}", SeparatedAgentWarning)
+    elif not reml.converged:
         warn_user(f"average_marginal_effects: the REML refit did not converge ({reml.message})", MLConvergenceWarning)
     df, term = containment_df(fit.design, variable)
-    what = f"{what} at the REML fit"
+    what = f"{what} at the REML fit" if reml.refitted else f"{what} at the ML fit (no REML refit: estimates at infinity)"
     if term is None:
         _warn_few_levels(fit, variable, "no random term contains it, so its interval uses normal quantiles "
                          "although it rests on {few}", "REML")  # fmt: skip

@@ -38,8 +38,9 @@ from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import warn_user
 from ...data import ModelDesign
+from ...data import Separation
 from ...data import grade_names
-from ...data import separation
+from ...data import separating_direction
 from .._kernels import normal_z
 from .._kernels import one_blas_thread
 from ._families import Binomial
@@ -376,7 +377,9 @@ _ENDS = {"binomial": "every run failed, or every run succeeded,", "fractional": 
          "ordinal": "every grade the lowest, or every grade the highest,"}
 
 
-def _without_separated(design: ModelDesign, warn: bool = True) -> tuple[ModelDesign, np.ndarray, list[str]]:
+def _without_separated(
+    design: ModelDesign, warn: bool = True, sep: Separation | None = None
+) -> tuple[ModelDesign, np.ndarray, list[str]]:
     """The design fitted in the limit along a separating direction (``hierbench.data``'s ``separation``).
 
     The rows the direction moves have likelihood 1 in that limit (all at one end of the scale):
@@ -385,32 +388,40 @@ def _without_separated(design: ModelDesign, warn: bool = True) -> tuple[ModelDes
     columns are not zero on the rows left, their combinations the rows still identify are kept
     as nuisance columns, so that the other estimates are those of the limit. Returns the reduced
     design, the position of each of the full design's parameters in the reduced fit's (-1: a
-    separated coefficient) and the separated coefficients' names.
+    separated coefficient) and the separated coefficients' names. Ordinal grades that split at
+    a cut between two middle grades (``sep.cuts``) are not reduced: the limit keeps every row
+    (a run's probability tends to one cut's share, not to 1), so the design is fitted whole and
+    :func:`fit_design` reports the coefficients and thresholds at infinity as NaN.
     """
-    names, moved = separation(design)
+    sep = separating_direction(design) if sep is None else sep
+    names, moved = sep.names, sep.moved
     P = design.X.shape[1] + len(design.random) + (design.categories.size - 1 if design.family == "ordinal" else 0)
     if not names:
         return design, np.arange(P), []
-    rows, sep = ~moved, np.isin(design.coef, names)
+    if sep.cuts:
+        if warn:
+            _warn_cut(sep, design)
+        return design, np.arange(P), list(names)
+    rows, sep_cols = ~moved, np.isin(design.coef, names)
     if not rows.any():
         raise HierbenchError(
             f"`data`: the data separate {', '.join(names)} along a direction that moves every design row: "
             "no maximum likelihood fit exists"
         )
-    S = design.X[rows][:, sep]
+    S = design.X[rows][:, sep_cols]
     u, sv, _ = np.linalg.svd(S, full_matrices=False) if S.size else (S, np.zeros(0), None)
     nuisance = u[:, : int((sv > 1e-9 * max(1.0, sv.max(initial=0.0))).sum())]
-    X = np.hstack([design.X[rows][:, ~sep], nuisance])
+    X = np.hstack([design.X[rows][:, ~sep_cols], nuisance])
     gc = None if design.grade_counts is None else design.grade_counts[rows]
     reduced = replace(
-        design, X=X, coef=[*np.asarray(design.coef)[~sep].tolist(), *(f"nuisance[{j}]" for j in range(nuisance.shape[1]))],
+        design, X=X, coef=[*np.asarray(design.coef)[~sep_cols].tolist(), *(f"nuisance[{j}]" for j in range(nuisance.shape[1]))],
         y=design.y[rows], n=design.n[rows], ss=design.ss[rows], frame=design.frame[rows].reset_index(drop=True),
         agent_index=design.agent_index[rows], task_index=design.task_index[rows], grade_counts=gc,
         random=[replace(t, codes=t.codes[rows], slope=t.slope[rows]) for t in design.random],
     )  # fmt: skip
-    beta_at = np.full(sep.size, -1)
-    beta_at[~sep] = np.arange(int((~sep).sum()))
-    back = np.concatenate([beta_at, X.shape[1] + np.arange(P - sep.size)])
+    beta_at = np.full(sep_cols.size, -1)
+    beta_at[~sep_cols] = np.arange(int((~sep_cols).sum()))
+    back = np.concatenate([beta_at, X.shape[1] + np.arange(P - sep_cols.size)])
     if warn:
         warn_user(
             f"fit_crossed_ml: the data separate {', '.join(names)} ({_ENDS[design.family]} on the design rows "
@@ -421,6 +432,48 @@ def _without_separated(design: ModelDesign, warn: bool = True) -> tuple[ModelDes
             SeparatedAgentWarning,
         )
     return reduced, back, names
+
+
+def _threshold_names(design: ModelDesign) -> list[str]:
+    """An ordinal design's thresholds as the fit names them (``"1|2"``; grades written as words by their labels)."""
+    cats = grade_names(design.categories, design.labels)
+    return [f"{cats[i]}|{cats[i + 1]}" for i in range(len(cats) - 1)]
+
+
+def _warn_cut(sep: Separation, design: ModelDesign) -> None:
+    """The separation warning of ordinal grades that split at a cut between two middle grades."""
+    moving = [n for n, m in zip(_threshold_names(design), sep.thresholds, strict=True) if m]
+    warn_user(
+        f"fit_crossed_ml: the data separate {', '.join(sep.names)} at the cut(s) {', '.join(sep.cuts)} between "
+        "grades: along a direction of these coefficients"
+        + (f" and of the thresholds {', '.join(moving)}" if moving else "")
+        + " no run's grade becomes less likely and some become more likely, so the likelihood keeps rising "
+        "(the design rows' grades split cleanly at those cuts): their maximum likelihood estimates"
+        + (", and those thresholds," if moving else "")
+        + " are infinite, reported as NaN with NaN intervals; the other estimates are the fit where the "
+        f"optimiser stopped along that direction (within +-{_BETA_BOUND:g} logits), near that limit. Merge the "
+        "grades on either side of such a cut, or fit the Bayesian model (its priors hold the coefficients finite)",
+        SeparatedAgentWarning,
+    )
+
+
+def _at_bounds(x: np.ndarray, bounds: list, design: ModelDesign) -> tuple[np.ndarray, np.ndarray]:
+    """Per parameter of a fit: at an optimiser bound that means infinity, and (log gaps) at zero.
+
+    A fixed effect at +-``_BETA_BOUND``, a random term's sd at its upper bound, the first threshold
+    at +-40 or a threshold gap at its upper bound: the maximum lies beyond the box (the MLE is at
+    infinity, or the likelihood is flat there). A gap at its lower bound: two thresholds coincide.
+    """
+    lo = np.array([b[0] for b in bounds])
+    hi = np.array([b[1] for b in bounds])
+    p, K = design.X.shape[1], len(design.random)
+    at_lo, at_hi = x <= lo + 1e-3, x >= hi - 1e-3
+    inf = at_hi.copy()
+    inf[:p] |= at_lo[:p]
+    inf[p + K : p + K + 1] |= at_lo[p + K : p + K + 1]  # the first threshold; the sds' lower end is zero
+    zero_gap = np.zeros(x.size, bool)
+    zero_gap[p + K + 1 :] = at_lo[p + K + 1 :]
+    return inf, zero_gap
 
 
 def _expanded(x: np.ndarray, V: np.ndarray, back: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -441,10 +494,13 @@ def fit_design(
     """Fit a resolved design by the Laplace approximation (see :func:`hierbench.freq.fit_crossed_ml`).
 
     Fixed effects along which the data separate (``hierbench.data``'s ``separation``) are NaN,
-    with a ``SeparatedAgentWarning``; the rest is the fit in that limit.
+    with a ``SeparatedAgentWarning``; the rest is the fit in that limit. Any other estimate that
+    ends at the optimiser's bound (its MLE at infinity, or not identified) is NaN too, with a
+    ``SeparatedAgentWarning`` naming it and the bound, and listed in ``options["at_bound"]``.
     """
     full = design
-    design, back, separated = _without_separated(full)
+    sep = separating_direction(full)
+    design, back, separated = _without_separated(full, sep=sep)
     with one_blas_thread():
         phi, _, how = _dispersion(design)
         lik, xr_, ll, ok, msg, bounds = _maximise_design(design, phi)
@@ -453,8 +509,11 @@ def fit_design(
         modes = _modes(lik, xr_, design)
     if not ok:
         warn_user(f"fit_crossed_ml: the optimiser did not converge ({msg})", MLConvergenceWarning)
-    x, V = _expanded(xr_, Vr, back)
+    x, V = (a.copy() for a in _expanded(xr_, Vr, back))
     p, K = full.X.shape[1], len(full.random)
+    infinite, at_bound = _infinite(xr_, bounds, design, back, full, sep)
+    x[infinite] = np.nan
+    V[infinite, :] = V[:, infinite] = np.nan
     comp = [t.name for t in full.random]
     for k in np.flatnonzero(x[p : p + K] <= LOG_SD_BOUNDS[0] + 1e-3):
         warn_user(f"sd of ({comp[k]}) is estimated at zero; its interval is one-sided",
@@ -463,13 +522,16 @@ def fit_design(
     se = np.sqrt(np.clip(np.diag(V), 0, None))
     beta = xr.DataArray(x[:p], dims="coef", coords={"coef": full.coef}, name="estimate")
     beta.attrs = {"scale": "logit", "family": full.family}
+    nan_why = "; NaN: separated by the data (infinite estimate)" if separated else ""
+    if infinite[:p].any() and not set(np.asarray(full.coef)[infinite[:p]]) <= set(separated):
+        nan_why += "; NaN: at the optimiser's bound (MLE at infinity or not identified)"
     ci = make_interval(beta - z * se[:p], beta + z * se[:p], prob=prob, kind="normal",
-                       detail="Wald: estimate +- z * SE (inverse observed information)"
-                       + ("; NaN: separated by the data (infinite estimate)" if separated else ""),
+                       detail="Wald: estimate +- z * SE (inverse observed information)" + nan_why,
                        warn_zero_width=False)  # fmt: skip
     sd_da = xr.DataArray(np.exp(x[p : p + K]), dims="component", coords={"component": comp}, name="sd")
-    sd_ci = make_interval(lo, hi, prob=prob, kind=kind, detail=detail, template=sd_da, warn_zero_width=False)
-    th, th_ci = _thresholds(lik, xr_, Vr, design, prob)
+    sd_ci = make_interval(np.where(infinite[p : p + K], np.nan, lo), np.where(infinite[p : p + K], np.nan, hi),
+                          prob=prob, kind=kind, detail=detail, template=sd_da, warn_zero_width=False)  # fmt: skip
+    th, th_ci = _thresholds(lik, xr_, Vr, design, prob, infinite[p + K :])
     names = [*full.coef, *(f"log_sd[{c}]" for c in comp), *(f"threshold_param[{i}]" for i in range(lik.family.n_extra))]
     return MixedMLResult(
         estimate=beta, ci=ci,
@@ -478,27 +540,81 @@ def fit_design(
         random_effects=modes, loglik=float(ll), deviance=float(-2 * ll), converged=bool(ok),
         n_evaluations=int(lik.n_eval), params=x.copy(),
         vcov=xr.DataArray(V, dims=("param", "param_b"), coords={"param": names, "param_b": names}),
-        design=full, options={"intervals": intervals, "likelihood": "Laplace", "dispersion": how, "separated": separated},
+        design=full, options={"intervals": intervals, "likelihood": "Laplace", "dispersion": how, "separated": separated,
+                              "separated_cuts": list(sep.cuts), "at_bound": at_bound},
     )  # fmt: skip
 
 
+def _infinite(
+    x: np.ndarray, bounds: list, design: ModelDesign, back: np.ndarray, full: ModelDesign, sep: Separation
+) -> tuple[np.ndarray, list[str]]:
+    """The full design's parameters at infinity (NaN in the fit), and the estimates that ended at a bound.
+
+    A separation at an ordinal cut (``sep.cuts``) puts its coefficients and the thresholds that move
+    with them at infinity. Any other estimate at an optimiser's bound (``_at_bounds``) is warned of,
+    naming it and the bound, and is NaN too, except a threshold gap at zero (two thresholds that
+    coincide: finite, warned of). Returns the mask and the names of what ended at a bound.
+    """
+    p, K = full.X.shape[1], len(full.random)
+    infinite = np.zeros(back.size, bool)
+    if sep.cuts:
+        infinite[:p] = np.isin(full.coef, sep.names)
+        infinite[p + K :] = sep.thresholds
+    inf_r, gap_r = _at_bounds(x, bounds, design)
+    ok = back >= 0
+    inf, gap = np.zeros(back.size, bool), np.zeros(back.size, bool)
+    inf[ok], gap[ok] = inf_r[back[ok]], gap_r[back[ok]]
+    ths = _threshold_names(full) if full.family == "ordinal" else []
+    label = [*map(str, full.coef), *(f"sd({t.name})" for t in full.random), *(f"threshold {t}" for t in ths)]
+    where = [_bound_words(label[i], x[back[i]], i - p, K) for i in np.flatnonzero(inf & ~infinite)]
+    where += [f"{c} at {v:+.4g}" for c, v, f in zip(design.coef, x, inf_r, strict=False)
+              if f and str(c).startswith("nuisance[")]  # fmt: skip
+    if where:
+        warn_user(
+            f"fit_crossed_ml: {', '.join(where)} ended at the optimiser's bound (fixed effects and the first "
+            f"threshold +-{_BETA_BOUND:g} logits, sds {np.exp(LOG_SD_BOUNDS[1]):g}, threshold "
+            f"gaps {np.exp(log_gap_bounds(2)[1][1]):g}): the maximum likelihood estimate lies beyond it, at infinity, "
+            "or is not identified (the likelihood still rises, or is flat, there), so it is reported as NaN with a "
+            "NaN interval and the other estimates are the fit at that bound. Look for grades or outcomes that the "
+            "design's rows split cleanly, or a term the data cannot identify; the Bayesian fit's priors keep such "
+            "terms finite",
+            SeparatedAgentWarning,
+        )
+    for i in np.flatnonzero(gap):
+        j = i - p - K  # the gap below threshold j: thresholds j - 1 and j coincide
+        warn_user(
+            f"fit_crossed_ml: thresholds {ths[j - 1]} and {ths[j]} coincide (their gap ended at the optimiser's "
+            f"lower bound, {np.exp(log_gap_bounds(2)[1][0]):g}): the grade between them gets no probability at "
+            "the maximum; merge it with a neighbour",
+            BoundaryEstimateWarning,
+        )
+    return infinite | inf, [label[i] for i in np.flatnonzero((inf & ~infinite) | gap)]
+
+
+def _bound_words(label: str, value: float, k: int, K: int) -> str:
+    """An estimate at its bound in the warning's words: ``k`` its place after the fixed effects, ``K`` the sds."""
+    if k < 0 or k == K:  # a fixed effect; the first threshold
+        return f"{label} at {value:+.4g}"
+    if k < K:
+        return f"{label} at {np.exp(value):.4g}"
+    return f"{label} (its gap to the threshold below at {np.exp(value):.4g})"
+
+
 def _thresholds(
-    lik: Laplace, x: np.ndarray, V: np.ndarray, design: ModelDesign, prob: float
+    lik: Laplace, x: np.ndarray, V: np.ndarray, design: ModelDesign, prob: float, infinite: np.ndarray
 ) -> tuple[xr.DataArray | None, xr.DataArray | None]:
-    """Ordinal thresholds and Wald intervals (delta method through the gap parameterisation)."""
+    """Ordinal thresholds and Wald intervals (delta method through the gap parameterisation); NaN where ``infinite``."""
     fam = lik.family
     if not fam.n_extra:
         return None, None
     p, K = design.X.shape[1], len(design.random)
     psi = x[p + K :]
-    th = fam.thresholds(psi)
+    th = np.where(infinite, np.nan, fam.thresholds(psi))
     J = np.tril(np.ones((psi.size, psi.size))) * np.concatenate([[1.0], np.exp(psi[1:])])[None, :]
     Vp = V[p + K :, p + K :]
     se = np.sqrt(np.clip(np.diag(J @ Vp @ J.T), 0, None))
     # named as the Bayesian fit names them: grades written as words by their labels ("no|perhaps")
-    cats = grade_names(design.categories, design.labels)
-    lab = [f"{cats[i]}|{cats[i + 1]}" for i in range(th.size)]
-    da = xr.DataArray(th, dims="threshold", coords={"threshold": lab}, name="thresholds")
+    da = xr.DataArray(th, dims="threshold", coords={"threshold": _threshold_names(design)}, name="thresholds")
     z = normal_z(prob)
     ci = make_interval(da - z * se, da + z * se, prob=prob, kind="normal",
                        detail="Wald, delta method through the threshold gaps", warn_zero_width=False)  # fmt: skip

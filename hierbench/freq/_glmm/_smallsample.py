@@ -64,12 +64,16 @@ _FLAT_SD = 1e3
 
 @dataclass(frozen=True)
 class Restricted:
-    """A REML fit: ``params`` and ``vcov`` laid out as the ML fit's ``(beta, log sd, extras)``."""
+    """A REML fit: ``params`` and ``vcov`` laid out as the ML fit's ``(beta, log sd, extras)``.
+
+    ``refitted`` False: no REML fit was made (``message`` says why); ``params`` and ``vcov`` are the ML fit's.
+    """
 
     params: np.ndarray
     vcov: np.ndarray
     converged: bool
     message: str
+    refitted: bool = True
 
 
 def restricted_fit(fit: MixedMLResult) -> Restricted:
@@ -79,13 +83,25 @@ def restricted_fit(fit: MixedMLResult) -> Restricted:
 
 
 def _restricted(fit: MixedMLResult) -> Restricted:
-    """REML of the ML fit's model; with separated fixed effects, of the design the ML fit reduced (NaN for those)."""
-    if not fit.options.get("separated"):
-        return _restricted_design(fit.design, fit.params, fit.dispersion)
-    d, back, _ = _without_separated(fit.design, warn=False)
-    ok = back >= 0
-    x = np.zeros(d.X.shape[1] + back.size - fit.design.X.shape[1])  # nuisance columns start at 0
-    x[back[ok]] = fit.params[ok]
+    """REML of the ML fit's model; with separated fixed effects, of the design the ML fit reduced (NaN for those).
+
+    When the ML fit has estimates at infinity the reduction does not remove (an ordinal cut, an
+    estimate at the optimiser's bound: NaN in ``fit.params``), there is no REML fit to start:
+    the ML fit's own ``params`` and ``vcov`` are returned (``refitted`` False), with the reason.
+    """
+    d, back, x = fit.design, None, fit.params
+    if fit.options.get("separated"):
+        d, back, _ = _without_separated(fit.design, warn=False)
+        ok = back >= 0
+        x = np.zeros(d.X.shape[1] + back.size - fit.design.X.shape[1])  # nuisance columns start at 0
+        x[back[ok]] = fit.params[ok]
+    if not np.isfinite(x).all():
+        return Restricted(params=fit.params, vcov=np.asarray(fit.vcov.values), converged=False, refitted=False,
+                          message="no REML refit: the ML fit has estimates at infinity, reported as NaN (see its "
+                                  "warnings), so the ML fit's estimates and covariance are used, and an effect "
+                                  "that involves them is NaN")  # fmt: skip
+    if d is fit.design:
+        return _restricted_design(d, x, fit.dispersion)
     red = _restricted_design(d, x, fit.dispersion)
     params, vcov = _expanded(red.params, red.vcov, back)
     return Restricted(params=params, vcov=vcov, converged=red.converged, message=red.message)

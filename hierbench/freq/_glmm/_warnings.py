@@ -21,7 +21,9 @@ class SeparatedAgentWarning(BoundaryWarning):
 
     An agent that succeeded (or failed) on every run; in a formula fit, any fixed effect along a
     direction whose design rows all sit at one end of the scale (all scores 0 or 1, every grade
-    the lowest or the highest).
+    the lowest or the highest), or whose grades split cleanly at a cut between two middle grades.
+    Also any estimate of a formula fit that ended at the optimiser's bound (its MLE at infinity,
+    or not identified), which the separation rule did not foresee.
     """
 
 
