@@ -33,9 +33,15 @@ if TYPE_CHECKING:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from ..data import FormulaError
+    from ..data import check_grade_scale
     from ..data import read_report
 
     ds, msgs = load_any(args.file, args)
+    try:  # the ordinal fit's rule (a grade that never occurs), said before any fit; the data stay valid
+        check_grade_scale(ds)
+    except FormulaError as exc:
+        msgs = [*msgs, f"the ordinal fit (fit --formula) will refuse this grade scale: {exc}"]
     rep = read_report(ds)
     if args.json:
         print(json.dumps(_jsonable({**rep, "warnings": list(msgs)}), indent=2))

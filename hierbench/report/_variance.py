@@ -336,21 +336,37 @@ def _refusal(exc: Exception, data: xr.Dataset | None) -> str:
     return text
 
 
+def _nothing_shown(ctx: _Context, gdesc: str, refused: bool) -> str:
+    """Why the section has no table: what was given, and why neither half gave a row (``gdesc``: G-theory's words).
+
+    With data given, "needs a crossed fit or data" misled (audit F6): the data were there, and the
+    design did not allow the G-study; the refusal's own words follow.
+    """
+    if ctx.data is None:
+        return "needs a crossed fit or data"
+    fit = ("no crossed fit was given" if ctx.fit is None else
+           "the fit is a formula model, whose terms are its own, not these rows" if ctx.mixed else
+           "the fit has no crossed variance components")  # fmt: skip
+    head = "the design does not allow the G-study" if refused else "its G-study has none of these rows"
+    return f"data given, but {head}, and {fit} ({gdesc})"
+
+
 def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
     from . import _figures as F
 
     rows, merged, undefined = _layout(ctx)
     bay = _bayes_part(ctx, rows)
+    refused = False
     try:
         gt, gdesc = _gtheory_part(ctx, rows)
     except Exception as exc:
-        gt, gdesc = None, f"G-theory not computed: {_refusal(exc, ctx.data)}"
+        gt, gdesc, refused = None, f"G-theory not computed: {_refusal(exc, ctx.data)}", True
     parts = [p for p in (bay, gt) if p is not None and len(p)]
     if not parts and ctx.data is not None and not ctx.want_freq("variance"):  # data given, G-theory left out
         raise _Skip(f"left out: {ctx.left_out('variance')}"
                     + ("" if ctx.fit is None else "; the fit has no crossed variance components to show"))
     if not parts:
-        raise _Skip("needs a crossed fit or data" + (f" ({gdesc})" if gdesc else ""))
+        raise _Skip(_nothing_shown(ctx, gdesc, refused))
     table = _table(parts, rows, undefined)
     binary = ctx.data is None or ctx.binary()  # a crossed fit alone is binomial by construction
     names = [str(r).replace("run-to-run", "run-to-run (binomial)" if binary else "run-to-run") for r in table.index]
