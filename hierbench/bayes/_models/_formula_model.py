@@ -38,7 +38,14 @@ ZeroSumNormal(sd)``, which is the same distribution as iid ``N(0, sd)``. The
 means are absorbed into the fixed effects the likelihood sees (``beta_seen
 = beta + sum_k a_k o_k``, with ``X a_k = z_k``), so the ridge along which all
 levels rise as the fixed effects fall is not sampled: the crossed model's
-``task_offset`` device, for any formula. A term is centred when its levels
+``task_offset`` device, for any formula. An intercept term's levels that a
+factor of the fixed effects groups (``tier`` along tasks, ``provider`` along
+agents) are split the same way along it too, ``b = C o + Q u`` with ``C``
+the constant and the factor's columns by level and ``u`` their orthogonal
+complement (``_term_within``), so neither is the ridge between the factor's
+coefficients and its levels' mean effects sampled (METR, 6 models x 83 tasks
+by tier: bulk ESS of the coefficients 60-190 before, over 8,000 after, at
+8,000 draws). A term is centred when its levels
 are well informed by their own data (:func:`hierbench.bayes._structure.term_information`
 and the package's centring rule), else non-centred. A formula with a random
 term nested in another (``(1|scaffold:model)`` in ``(1|model)``) is sampled
@@ -291,24 +298,87 @@ def _default_formula(data: xr.Dataset) -> str:
     return _DEFAULT_WITHOUT_CELL if decide_agent_task(probe, "auto") == "none" else DEFAULT_FORMULA
 
 
-def _absorbers(design: Any, sampled: list[int]) -> dict[int, tuple[np.ndarray, float]]:
-    """Find the terms whose slope the fixed effects absorb.
+def _level_columns_within(design: Any, k: int) -> tuple[list[str], np.ndarray]:
+    """The factor columns constant within each level of intercept term ``k``: names and level values.
+
+    A factor of the term's levels (``provider`` along agents for ``(1|agent)``, ``tier`` along tasks
+    for ``(1|task)``) has one value per level: ``X[:, j] = c_j[codes]``, 0 or 1. Returns the columns
+    kept (each adds a dimension to the level-space span of the constant and those before it, which
+    stays below the number of levels) and their values per level (levels x columns).
+
+    A numeric feature of the levels (a task's human minutes) rides its level's effects the same way
+    but is left to the term's mean alone here, as before: its split would change the variables of
+    fits and checks that name them (``z_offset[<term>]`` a scalar).
+    """
+    t = design.random[k]
+    n_levels, X = t.levels.size, design.X
+    empty: tuple[list[str], np.ndarray] = ([], np.zeros((n_levels, 0)))
+    if not t.intercept or X.shape[1] == 0 or np.bincount(t.codes, minlength=n_levels).min() == 0:
+        return empty
+    first = np.zeros(n_levels, dtype=np.intp)
+    first[t.codes[::-1]] = np.arange(len(t.codes))[::-1]  # each level's first design row
+    values = X[first]
+    span, names, cols = np.ones((n_levels, 1)), [], []
+    for j in np.flatnonzero(np.all(X == values[t.codes], axis=0) & np.all(np.isin(X, (0.0, 1.0)), axis=0)):
+        trial = np.column_stack([span, values[:, j]])
+        if trial.shape[1] < n_levels and np.linalg.matrix_rank(trial) == trial.shape[1]:
+            span, names = trial, [*names, design.coef[j]]
+            cols.append(j)
+    return (names, values[:, cols]) if cols else empty
+
+
+def _absorbers(design: Any, sampled: list[int], info: Mapping[int, np.ndarray]) -> dict[int, tuple]:
+    """Find the terms whose slope the fixed effects absorb, with the level-space directions they absorb.
 
     Terms whose slope lies in the span of the fixed effects (with the thresholds for an ordinal
-    model): term -> ``(a, c0)`` with ``X a + c0 = z``.
+    model): term -> ``(a, c0, C, names, pivots)`` with ``X a + c0 = C[codes] * slope`` column by
+    column. ``C`` (levels x r) is the term's level-space basis the fixed effects reach: its first
+    column is the constant (the term's mean); for an intercept term, then the values of each
+    fixed-effect column constant within its levels (``_level_columns_within``, named in
+    ``names``). ``pivots``: the levels, ``r`` of them, that ``_term_within`` expresses through
+    the others (``_pivots``, from each level's information ``info[k]``).
     """
     X = design.X
     ordinal = design.family == "ordinal"
     B = np.column_stack([np.ones(len(X)), X]) if ordinal else X
-    out: dict[int, tuple[np.ndarray, float]] = {}
+    out: dict[int, tuple] = {}
     if B.shape[1] == 0:
         return out
     for k in sampled:
-        z = design.random[k].slope
-        sol, *_ = np.linalg.lstsq(B, z, rcond=None)
-        if np.max(np.abs(B @ sol - z)) <= 1e-8 * max(1.0, float(np.max(np.abs(z)))):
-            out[k] = (sol[1:], float(sol[0])) if ordinal else (sol, 0.0)
+        t = design.random[k]
+        names, values = _level_columns_within(design, k)
+        C = np.column_stack([np.ones(t.levels.size), values])
+        target = C[t.codes] * t.slope[:, None]
+        sol, *_ = np.linalg.lstsq(B, target, rcond=None)
+        tol = 1e-8 * max(1.0, float(np.max(np.abs(target))))
+        if np.max(np.abs(B @ sol[:, 0] - target[:, 0])) > tol:
+            continue
+        if np.max(np.abs(B @ sol - target)) > tol:  # the mean alone (not expected: X's own columns)
+            sol, C, names = sol[:, :1], C[:, :1], []
+        a, c0 = (sol[1:], sol[0]) if ordinal else (sol, np.zeros(C.shape[1]))
+        out[k] = (a, c0, C, names, _pivots(C, info[k]) if C.shape[1] > 1 else None)
     return out
+
+
+def _pivots(C: np.ndarray, info: np.ndarray) -> np.ndarray:
+    """The ``r`` levels a term split along ``C`` (levels x r) writes through the others: typical ones.
+
+    Each level but these keeps its own coordinate (up to a rank-r correction); these levels are sums
+    over all the others, so the sampler's step fits them only as well as it fits a typical level. They
+    are chosen, one at a time while ``C``'s rows so far gain rank, by how close each level's
+    information (log) is to the median: on METR's 83 tasks by tier the first task (effect -49,
+    posterior sd 5 against a median 1.3) left its effects at ESS 195 at the draw cap, against 2,979
+    for the tenth percentile.
+    """
+    log_info = np.log(np.maximum(info, 1e-300))
+    order = np.argsort(np.abs(log_info - np.median(log_info)), kind="stable")
+    chosen: list[int] = []
+    for j in order:
+        if np.linalg.matrix_rank(C[[*chosen, j]]) == len(chosen) + 1:
+            chosen.append(int(j))
+            if len(chosen) == C.shape[1]:
+                break
+    return np.array(chosen, dtype=np.intp)
 
 
 def _decide(st: Structure, design: Any, centred: Any) -> tuple[int | None, set[str], dict, dict]:
@@ -327,19 +397,23 @@ def _decide(st: Structure, design: Any, centred: Any) -> tuple[int | None, set[s
     # (term_spread) is not used here: from 3-4 levels it is too noisy to decide on (it left an
     # unbalanced log's 3 models uncentred: 28 divergences, 0 centred), though it would have saved
     # the centred funnel of 4 judges that grade alike (ordinal SBC, 1.2% of draws divergent)
-    scores = {design.random[k].name: float(np.median(term_information(design, k, within_sd=within)))
-              for k in sampled}
+    info = {k: term_information(design, k, within_sd=within) for k in sampled}
+    scores = {design.random[k].name: float(np.median(info[k])) for k in sampled}
     n_levels = {design.random[k].name: int(design.random[k].levels.size) for k in sampled}
     centred_set = decide_centring(st, centred, scores, n_levels, groups=names) if names else set()
-    absorbed = _absorbers(design, sampled)
+    absorbed = _absorbers(design, sampled, info)
     if absorbed:
         where = "the thresholds and fixed effects" if design.family == "ordinal" else "the fixed effects"
+        along = "; ".join(f"({design.random[k].name}) within {', '.join(v[3])}" for k, v in absorbed.items() if v[3])
         st.decisions["offsets"] = {
             "choice": [design.random[k].name for k in absorbed],
             "reason": f"each term's mean is absorbed into {where} the likelihood sees; zero-sum deviations "
-            "are sampled (no ridge between a term's mean and the intercept)",
+            "are sampled (no ridge between a term's mean and the intercept)" + (
+                f". So are its means along the fixed-effect columns constant within its levels ({along}): "
+                "the deviations sampled sum to zero along them too (no ridge between those columns' "
+                "coefficients and the levels' means within them)" if along else ""),
             "source": "auto",
-        }
+        }  # fmt: skip
     _decide_step(st, design, sampled, cell)
     for k in [*sampled, *by_level]:
         t = design.random[k]
@@ -479,10 +553,11 @@ def _taken_dims(st: Structure, design: Any) -> dict[str, dict[str, str]]:
             for g, ns in terms.items() for n in ns for p in prefixes}  # fmt: skip
 
 
-def _term(design: Any, k: int, pri: dict, centred: Any, absorbed: bool) -> tuple[Any, Any, Any]:
-    """``(sd, what the likelihood sees per level, mean o or None)``; ``re[<term>]`` recorded.
+def _term(design: Any, k: int, pri: dict, centred: Any, absorbed: Any) -> tuple[Any, Any, Any]:
+    """``(sd, what the likelihood sees per level, offsets o or None)``; ``re[<term>]`` recorded.
 
     ``centred``: True, False, or a boolean mask of the levels to centre (the others non-centred).
+    ``absorbed``: False, or the term's entry of ``_absorbers`` (its level-space basis ``C``).
     """
     t = design.random[k]
     dim, name = term_dim(t), t.name
@@ -495,7 +570,9 @@ def _term(design: Any, k: int, pri: dict, centred: Any, absorbed: bool) -> tuple
         if nc.size:
             b = pt.set_subtensor(b[nc], sd * pm.Normal(f"z[{name}]", 0.0, 1.0, dims=f"{dim} (non-centred)"))
         return sd, pm.Deterministic(f"re[{name}]", b, dims=dim), None
-    if not absorbed:
+    if absorbed is not False and absorbed[2].shape[1] > 1:
+        return _term_within(t, sd, centred, absorbed[2], absorbed[4])
+    if absorbed is False:
         b = normal_group(f"re[{name}]", f"z[{name}]", 0.0, sd, centred=centred, dims=dim)
         if not centred:
             b = pm.Deterministic(f"re[{name}]", b, dims=dim)
@@ -505,6 +582,31 @@ def _term(design: Any, k: int, pri: dict, centred: Any, absorbed: bool) -> tuple
         f"z[{name}]", sigma=1.0, dims=dim
     )
     pm.Deterministic(f"re[{name}]", o + dev, dims=dim)
+    return sd, dev, o
+
+
+def _term_within(t: Any, sd: Any, centred: bool, C: np.ndarray, pivots: np.ndarray) -> tuple[Any, Any, Any]:
+    """A term split along its level-space basis ``C`` (levels x r): ``b = C o + Q u``.
+
+    ``C = Q_C R_C`` (thin QR, ``diag(R_C) > 0``) and ``Q`` (levels x (levels - r)) an orthonormal
+    basis of the rest, from the same Householder QR with the ``pivots`` levels first: every other
+    level keeps its own coordinate but for a rank-r correction, as in ``ZeroSumNormal``, the case
+    ``C = 1`` with the last level as pivot. ``o = sd R_C^-1 v``, ``v ~ N(0, 1)`` (``z_offset``), and
+    ``u ~ N(0, sd)`` (``dev``; non-centred ``sd`` times ``z``): ``b = sd Q_C v + Q u``, with
+    ``[Q_C, Q]`` orthogonal, is iid ``N(0, sd)``, the term's prior exactly. ``C o`` is absorbed
+    into the fixed effects (``_linear``); the likelihood sees ``Q u`` per level.
+    """
+    dim, name, r = term_dim(t), t.name, C.shape[1]
+    perm = np.concatenate([pivots, np.setdiff1d(np.arange(len(C)), pivots)])
+    Qf, Rc = np.linalg.qr(C[perm], mode="complete")
+    Qf[perm] = Qf.copy()  # back in the levels' order (C's own QR, rows permuted)
+    sign = np.sign(np.diag(Rc[:r]))
+    Rc_inv = np.linalg.inv(Rc[:r] * sign[:, None])
+    o = sd * pt.dot(Rc_inv, pm.Normal(f"z_offset[{name}]", 0.0, 1.0, dims=f"{dim} (offsets)"))
+    within = f"{dim} (within)"
+    u = pm.Normal(f"dev[{name}]", 0.0, sd, dims=within) if centred else sd * pm.Normal(f"z[{name}]", 0.0, 1.0, dims=within)
+    dev = pt.dot(Qf[:, r:], u)
+    pm.Deterministic(f"re[{name}]", pt.dot(C, o) + dev, dims=dim)
     return sd, dev, o
 
 
@@ -612,14 +714,19 @@ def _linear(design: Any, pri: dict, marginal: int | None, centred_set: set[str],
         if k == marginal:
             sds.append(make_prior(term_sd_name(t), pri[f"sd[{t.name}]"]))
             continue
-        sd, b, o = _term(design, k, pri, by_level.get(k, t.name in centred_set), k in absorbed)
+        sd, b, o = _term(design, k, pri, by_level.get(k, t.name in centred_set), absorbed.get(k, False))
         sds.append(sd)
         parts.append(b[t.codes] * t.slope if not t.intercept else b[t.codes])
         if o is not None:
-            a, c0 = absorbed[k]
+            a, c0, C, *_ = absorbed[k]
+            if C.shape[1] == 1:  # the mean alone: a scalar offset
+                a, c0 = a[:, 0], float(c0[0])
+                part_b, part_t = o * a, o * c0
+            else:  # the mean and the means along the columns constant within the levels (_term_within)
+                part_b, part_t = pt.dot(a, o), pt.dot(c0, o)
             if np.any(a != 0):
-                shift_b = o * a if shift_b is None else shift_b + o * a
-            shift_t = shift_t + o * c0
+                shift_b = part_b if shift_b is None else shift_b + part_b
+            shift_t = shift_t + part_t
     pm.Deterministic("sd", pt.stack(sds), dims="component")
     X = design.X if means is None else design.X - means
     beta = _fixed(pri, design, shift_b, X)
@@ -666,7 +773,7 @@ def _likelihood(design: Any, data: xr.Dataset, eta: Any, sd_cell: Any, cuts: Any
     return {"row_dim": row_dim}
 
 
-def _coords(design: Any, row_dim: str, n_obs: int | None, by_level: dict) -> dict[str, Any]:
+def _coords(design: Any, row_dim: str, n_obs: int | None, by_level: dict, absorbed: dict) -> dict[str, Any]:
     coords: dict[str, Any] = {"coef": list(design.coef), "qr": np.arange(len(design.coef)),
                               "component": [t.name for t in design.random], row_dim: np.arange(len(design.y))}  # fmt: skip
     for t in design.random:
@@ -675,6 +782,11 @@ def _coords(design: Any, row_dim: str, n_obs: int | None, by_level: dict) -> dic
         t = design.random[k]
         coords[f"{term_dim(t)} (centred)"] = t.levels[mask].tolist()
         coords[f"{term_dim(t)} (non-centred)"] = t.levels[~mask].tolist()
+    for k, (_, _, C, names, _) in absorbed.items():
+        if C.shape[1] > 1:  # _term_within: the offsets along the mean and the columns named, the rest
+            t = design.random[k]
+            coords[f"{term_dim(t)} (offsets)"] = ["(mean)", *names]
+            coords[f"{term_dim(t)} (within)"] = np.arange(t.levels.size - C.shape[1])
     if design.family == "ordinal":
         # grades written as words are named by them (their places 0..L-1 are what y holds)
         cats = list(design.labels) if design.labels else [f"{c:g}" for c in design.categories]
@@ -808,7 +920,7 @@ def build_chosen(
     pri = _priors(design, priors)
     n_obs = _run_scores(design, data)[0].size if design.family == "fractional" else None
     row_dim = "cell" if design.row_level == "cell" else "obs"
-    with pm.Model(coords=_coords(design, row_dim, n_obs, by_level)) as model:
+    with pm.Model(coords=_coords(design, row_dim, n_obs, by_level, absorbed)) as model:
         eta, sd_cell, cuts = _linear(design, pri, marginal, centred_set, absorbed, by_level, centred_columns(st, design))
         extra = _likelihood(design, data, eta, sd_cell, cuts, pri, n_quad)
     model.hierbench = _info(design, st, pri, extra, formula, family, levels, n_quad, centred_set)
