@@ -14,6 +14,7 @@ import json
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 
@@ -221,3 +222,17 @@ def test_a_fractional_fit_says_its_parameters_scale():
     sec = _run(_ctx(_fake_fit(design, rng), data, freq_arg=None))
     assert set(sec["more"][1]["scale"]) == {"the [0, 1] family's linear predictor"}
     assert "points of mean score" in sec["text"] and "the logit only at mean 1/2" in sec["text"]
+
+
+def test_a_missing_bound_is_said_in_words_not_nan():
+    """An ML sd at 0 has no Wald upper bound: the cell says undefined and the flag why (notebook 08 showed NaN)."""
+    from types import SimpleNamespace
+
+    from hierbench.report._effects import params_table
+
+    frame = pd.DataFrame({"part": ["sd"], "term": ["1|model"], "estimate": [1e-4], "lower": [0.0],
+                          "upper": [np.nan], "ci_prob": [0.95], "ci_kind": ["normal"]}).set_index(["part", "term"])  # fmt: skip
+    table = params_table(None, SimpleNamespace(to_frame=lambda: frame), "binomial", 0.95)
+    row = table.loc[("sd", "1|model")]
+    assert row["ML upper"] == "undefined" and row["ML lower"] == 0.0
+    assert row["flag"].startswith("ML sd at 0: its Wald interval has no upper bound")

@@ -202,6 +202,9 @@ def params_table(post, ml, family: str, prob: float) -> pd.DataFrame:
             np.where(bound, "ML interval undefined", "")))  # fmt: skip
         if (flag != "").any():
             table["flag"] = flag
+    for c in [c for c in table.columns if c not in ("scale", "ML interval", "flag")]:  # the words, not NaN
+        if table[c].isna().any():
+            table[c] = table[c].astype(object).where(table[c].notna(), "undefined" if c.startswith("ML") else "not fitted")
     return table
 
 
