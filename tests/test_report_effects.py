@@ -236,3 +236,21 @@ def test_a_missing_bound_is_said_in_words_not_nan():
     row = table.loc[("sd", "1|model")]
     assert row["ML upper"] == "undefined" and row["ML lower"] == 0.0
     assert row["flag"].startswith("ML sd at 0: its Wald interval has no upper bound")
+
+
+def test_why_skips_an_sd_only_one_half_gives():
+    """A term the posterior lacks reads "not fitted" in the table; the sentence on the sds names only the pairs."""
+    from types import SimpleNamespace
+
+    from hierbench.report._effects import _why
+    from hierbench.report._effects import params_table
+
+    post = xr.Dataset({"sd": (("chain", "draw", "component"), np.full((1, 4, 1), 0.5))},
+                      coords={"component": ["1|task"]})  # fmt: skip
+    frame = pd.DataFrame({"part": ["sd", "sd"], "term": ["1|task", "1|model"], "estimate": [0.4, 0.3],
+                          "lower": [0.2, 0.1], "upper": [0.8, 0.9], "ci_prob": [0.95, 0.95],
+                          "ci_kind": ["normal", "normal"]}).set_index(["part", "term"])  # fmt: skip
+    table = params_table(post, SimpleNamespace(to_frame=lambda: frame), "binomial", 0.95)
+    assert table.loc[("sd", "1|model"), "Bayes mean"] == "not fitted"
+    text = _why(SimpleNamespace(family="binomial"), table, [])
+    assert "sd(1|task) 0.5 against 0.4" in text and "1|model" not in text

@@ -232,11 +232,16 @@ def extreme_levels(design) -> list[str]:
     return out
 
 
+def _number(x: object) -> bool:
+    """Whether a table cell holds a number (params_table writes a missing one in words)."""
+    return isinstance(x, (int, float, np.number)) and bool(np.isfinite(x))
+
+
 def _why(design, params: pd.DataFrame, extreme: list[str]) -> str:
     """One sentence on why the halves' population-averaged effects can differ: what each of them defines."""
     sds = params.xs("sd", level="part") if "sd" in params.index.get_level_values("part") else pd.DataFrame()
     pairs = ", ".join(f"sd({t}) {r['Bayes mean']:.3g} against {r['ML estimate']:.3g}" for t, r in sds.iterrows()
-                      if pd.notna(r.get("Bayes mean")) and pd.notna(r.get("ML estimate")))  # fmt: skip
+                      if _number(r.get("Bayes mean")) and _number(r.get("ML estimate")))  # fmt: skip
     here = f": {pairs}" if pairs else ""
     ext = f"; here {', and '.join(extreme)}" if extreme else ""
     if design.family == "fractional":
