@@ -64,6 +64,7 @@ def _fit_judge1(judge1: pd.DataFrame, match: str):
             return fit_crossed_ml(ds, "score ~ temp + contact + (1|task)", family="ordinal", intervals="wald")
 
 
+@pytest.mark.slow  # a separated ML fit runs its optimiser to the iteration cap (about 1 s)
 def test_wine_judge_1_splits_at_interior_cuts_and_is_reported_as_nan(judge1):
     """Audit F finding 2: judge 1 alone gave temp[warm] 40 (the optimiser's bound) [nan, nan], contact 26.67,
     thresholds 26.67 and 53.33, and no warning. Cold bottles 2, 3 | 3, 4; warm 4, 4 | 5, 5: the deviance,
@@ -97,6 +98,7 @@ def middle_fit():
     return fit, rec
 
 
+@pytest.mark.slow  # a separated ML fit runs its optimiser to the iteration cap (about 1 s)
 def test_a_hand_table_split_at_the_middle_cut(middle_fit):
     """By hand: along (g[b], theta_2|3) = (1, 1) no run gets less likely and group a's grade-2 runs move
     away from 2|3, so g[b] and 2|3 are infinite; in the limit each run sits between two grades at 1/2:
@@ -148,6 +150,7 @@ def test_a_split_at_one_cut_alone_is_not_a_separation():
     assert prof[1] < min(prof[0], prof[2]) and fit.options["at_bound"] == []
 
 
+@pytest.mark.slow  # a separated ML fit runs its optimiser to the iteration cap (about 1 s)
 def test_an_estimate_at_the_optimisers_bound_is_nan_whatever_the_rule(judge1, monkeypatch):
     """The safety net: with the rule silenced, judge 1's temp[warm] ends at +40, the box bound (as in the
     audit); it is NaN, named in a warning with its bound, and listed in ``options["at_bound"]``.
