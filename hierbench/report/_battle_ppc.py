@@ -47,27 +47,19 @@ LEVEL = 0.05
 
 
 def fit_pairs(fit: xr.DataTree) -> dict | None:
-    """The battles a Bradley-Terry fit saw, per pair as the model orients them, from its constant data.
+    """The battles a Bradley-Terry fit saw, per pair as the model orients them (``_match.fit_pair_counts``).
 
     ``ia``, ``ib``: each pair's agents (indices into the posterior's ``agent``); ``counts``: win of
     ``ia`` / tie / win of ``ib`` (pairs x 3); ``agents``. None where the constant data are not a
     Bradley-Terry fit's.
     """
-    if not {"constant_data", "posterior"} <= set(fit.children):
+    from ._match import fit_pair_counts
+
+    got = fit_pair_counts(fit)
+    if got is None:
         return None
-    cd = fit["constant_data"].to_dataset()
-    if not {"agent_a_idx", "agent_b_idx", "n_comparisons"} <= set(cd.data_vars):
-        return None
-    n = cd["n_comparisons"].values.astype(np.int64)
-    if "outcome_obs" in cd:
-        counts = cd["outcome_obs"].transpose("pair", "result").values.astype(np.int64)
-    elif "n_win_a_obs" in cd:  # a fit with ties=None
-        w = cd["n_win_a_obs"].values.astype(np.int64)
-        counts = np.stack([w, np.zeros_like(w), n - w], axis=1)
-    else:
-        return None
-    return {"ia": cd["agent_a_idx"].values.astype(np.int64), "ib": cd["agent_b_idx"].values.astype(np.int64),
-            "counts": counts, "agents": [str(a) for a in fit["posterior"]["agent"].values]}  # fmt: skip
+    ia, ib, counts = got
+    return {"ia": ia, "ib": ib, "counts": counts, "agents": [str(a) for a in fit["posterior"]["agent"].values]}
 
 
 def draw_index(n_total: int, n_battles: int) -> np.ndarray:

@@ -319,27 +319,41 @@ def pair_table(counts: xr.Dataset) -> pd.DataFrame:
                          for c in PAIR_COLUMNS})  # fmt: skip
 
 
-def fit_pair_table(fit: xr.DataTree) -> pd.DataFrame | None:
-    """The battles a Bradley-Terry fit saw, per ordered pair (``PAIR_COLUMNS``), from its constant data.
+def fit_pair_counts(fit: xr.DataTree) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The battles a Bradley-Terry fit saw, per pair as the model orients them, from its constant data.
 
-    None for a fit whose constant data are not a Bradley-Terry model's.
+    ``(ia, ib, counts)``: each pair's agents (indices into the posterior's ``agent``) and its win of
+    ``ia`` / tie / win of ``ib`` (pairs x 3, integers). None for a fit whose constant data are not a
+    Bradley-Terry model's. The one reader of those data (the pair table, the predictive check).
     """
     if not {"constant_data", "posterior"} <= set(fit.children):
         return None
     cd = fit["constant_data"].to_dataset()
     if not {"agent_a_idx", "agent_b_idx", "n_comparisons"} <= set(cd.data_vars):
         return None
-    agents = np.asarray(_labels(fit["posterior"]["agent"].values), dtype=object)
-    n = cd["n_comparisons"].values.astype(float)
+    n = cd["n_comparisons"].values.astype(np.int64)
     if "outcome_obs" in cd:
-        win_a, tie, win_b = cd["outcome_obs"].transpose("pair", "result").values.astype(float).T
+        counts = cd["outcome_obs"].transpose("pair", "result").values.astype(np.int64)
     elif "n_win_a_obs" in cd:  # a fit with ties=None, which refuses battles with ties
-        win_a = cd["n_win_a_obs"].values.astype(float)
-        tie, win_b = np.zeros_like(n), n - win_a
+        w = cd["n_win_a_obs"].values.astype(np.int64)
+        counts = np.stack([w, np.zeros_like(w), n - w], axis=1)
     else:
         return None
-    a, b = agents[cd["agent_a_idx"].values], agents[cd["agent_b_idx"].values]
-    return pd.DataFrame(dict(zip(PAIR_COLUMNS, (a, b, win_a, tie, win_b), strict=True)))
+    return cd["agent_a_idx"].values.astype(np.int64), cd["agent_b_idx"].values.astype(np.int64), counts
+
+
+def fit_pair_table(fit: xr.DataTree) -> pd.DataFrame | None:
+    """The battles a Bradley-Terry fit saw, per ordered pair (``PAIR_COLUMNS``), from its constant data.
+
+    None for a fit whose constant data are not a Bradley-Terry model's.
+    """
+    got = fit_pair_counts(fit)
+    if got is None:
+        return None
+    ia, ib, counts = got
+    agents = np.asarray(_labels(fit["posterior"]["agent"].values), dtype=object)
+    win_a, tie, win_b = counts.astype(float).T
+    return pd.DataFrame(dict(zip(PAIR_COLUMNS, (agents[ia], agents[ib], win_a, tie, win_b), strict=True)))
 
 
 def _pair_diff(fp: pd.DataFrame, dp: pd.DataFrame) -> list[str]:
