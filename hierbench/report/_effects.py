@@ -27,6 +27,7 @@ from .._base import OUTSIDE_PACKAGE
 from .._base import interval_label
 from ._context import _TITLES
 from ._context import _Context
+from ._context import _eti
 from ._context import _Skip
 from ._report import Report
 
@@ -153,15 +154,11 @@ def effects_table(bayes: dict, freq: dict | None, prob: float) -> pd.DataFrame:
 
 
 def _posterior_rows(post, part: str, var: str, dim: str, prob: float) -> list[dict]:
-    """The posterior mean and equal-tailed interval of each element of ``post[var]`` over ``dim``."""
+    """The posterior mean and equal-tailed interval of each element of ``post[var]`` over ``dim`` (``_eti``)."""
     if post is None or var not in post or set(post[var].dims) != {"chain", "draw", dim}:
         return []
-    da = post[var]
-    q = da.quantile([(1 - prob) / 2, (1 + prob) / 2], dim=("chain", "draw"))
-    mean = da.mean(("chain", "draw"))
-    return [{"part": part, "term": str(k), "Bayes mean": float(mean.sel({dim: k})),
-             "Bayes lower": float(q.sel({dim: k}).values[0]), "Bayes upper": float(q.sel({dim: k}).values[1])}
-            for k in da[dim].values]  # fmt: skip
+    return [{"part": part, "term": str(k), "Bayes mean": float(r["estimate"]), "Bayes lower": float(r["lower"]),
+             "Bayes upper": float(r["upper"])} for k, r in _eti(post[var], prob).iterrows()]  # fmt: skip
 
 
 def _ml_rows(ml) -> list[dict]:
