@@ -72,6 +72,9 @@ from ._formula import (
     Separation as Separation,  # for freq._glmm (separating_direction's result); not in __all__
 )
 from ._formula import (
+    _one_sided as _one_sided,  # for hierbench.report (levels at an end); not in __all__
+)
+from ._formula import (
     check_grade_scale as check_grade_scale,  # for the CLI's validate: the ordinal fit's rule; not in __all__
 )
 from ._formula import model_design

@@ -211,14 +211,12 @@ def extreme_levels(design) -> list[str]:
     Such a level's effect has no finite estimate: the Bayesian fit holds it by its prior alone, far
     out in a tail, which stretches that half's normal (METR: 9 of 83 tasks at 0 in every run).
     """
-    if design.family == "ordinal":
-        counts = np.asarray(design.grade_counts, dtype=float)
-        runs = counts.sum(1)
-        ends = ((counts[:, 0] == runs), (counts[:, -1] == runs))
-        names = (f"the lowest grade ({design.categories[0]:g})", f"the highest grade ({design.categories[-1]:g})")
-    else:
-        y, n = np.asarray(design.y, dtype=float), np.asarray(design.n, dtype=float)
-        ends, names = ((y <= 0), np.isclose(y, n)), ("0", "1")
+    from ..data import _one_sided  # the separation rule's own rows at the top and at the bottom
+
+    top, bottom = _one_sided(design)
+    ends = (bottom, top)
+    names = ((f"the lowest grade ({design.categories[0]:g})", f"the highest grade ({design.categories[-1]:g})")
+             if design.family == "ordinal" else ("0", "1"))  # fmt: skip
     out = []
     for t in design.random:
         for at_end, name in zip(ends, names, strict=True):
