@@ -121,3 +121,21 @@ def test_equal_numbers_with_other_text_are_no_duplicate_and_distinct_numbers_set
     copy = pd.concat([same_id, same_id.iloc[[2]]], ignore_index=True)
     with pytest.raises(EvalDataError, match=r"1 of 5 records repeat an earlier record in every column.*\(2, 4\)"):
         read_battles(copy)
+
+
+def test_repeats_counted_from_the_readers_codes_are_pandas_duplicates(shared_data):
+    """The repeat count of a table of read columns only (built from the codes the reader already has).
+
+    Expected: pandas' own ``duplicated`` on the same columns; on LLMFAO's three columns, with the
+    prompt read as the task, and on a table whose agents are integers (hashed, not coded).
+    """
+    raw = pd.read_csv(shared_data / "evalica" / "llmfao_pairwise.csv")
+    three = raw[["left", "right", "winner"]]
+    assert read_battles(three).attrs["n_repeated_records"] == int(three.duplicated().sum()) > 0
+    four = raw[["left", "right", "winner", "prompt"]]
+    got = read_battles(four, task="prompt", duplicates="drop")
+    assert got.attrs["n_records_kept"] == int((~four.duplicated()).sum())
+    g = np.random.default_rng(0)
+    ints = pd.DataFrame({"left": g.integers(0, 4, 300), "right": g.integers(4, 8, 300),
+                         "winner": g.choice(["left", "right", "tie"], 300)})  # fmt: skip
+    assert read_battles(ints).attrs["n_repeated_records"] == int(ints.duplicated().sum())
