@@ -325,6 +325,25 @@ def test_read_battles_same_result_from_text_object_and_number_columns():
             read_battles(frame)
 
 
+def test_ascii_labels_fold_only_by_case_and_spaces():
+    """The similar-labels rule's ASCII shortcut rests on Unicode facts, checked here with unicodedata.
+
+    No ASCII character changes under NFKC or is a format character (Cf), and casefold is lower
+    on ASCII; so ASCII labels group as their lower-cased, space-collapsed text, e.g. 'GPT 4o'
+    with 'gpt  4o' (by hand), and a tab with a space.
+    """
+    import unicodedata
+
+    from hierbench.data._values import _loose_key
+
+    chars = [chr(i) for i in range(128)]
+    assert all(unicodedata.normalize("NFKC", c) == c and unicodedata.category(c) != "Cf" for c in chars)
+    assert all(c.casefold() == c.lower() for c in chars)
+    assert _loose_key("GPT 4o") == _loose_key("gpt  4o") == _loose_key(" gpt\t4o\n") == "gpt 4o"
+    assert _loose_key("gpt-4o") != _loose_key("gpt_4o")
+    assert _loose_key("gpt\u20114o") == "gpt-4o"  # non-ASCII: the full rule (a non-breaking hyphen)
+
+
 def test_pairwise_readers_warn_of_agents_that_differ_only_by_spaces():
     """Audit D finding 7: names that print alike get the SimilarLabelsWarning the data docs promise.
 

@@ -271,8 +271,11 @@ def _loose_key(lab: str) -> str:
     """A label with everything a reader could miss removed.
 
     Format characters (Unicode Cf, e.g. a zero-width space), compatibility forms (NFKC: a
-    non-breaking hyphen), case and spaces.
+    non-breaking hyphen), case and spaces. ASCII text has neither format characters nor
+    compatibility forms (NFKC leaves it as it is), so only its case and spaces are folded.
     """
+    if lab.isascii():
+        return " ".join(lab.lower().split())
     text = "".join(ch for ch in unicodedata.normalize("NFKC", lab) if unicodedata.category(ch) != "Cf")
     text = text.replace("\u2011", "-").replace("\u2010", "-")  # NFKC keeps the hyphens U+2010, U+2011
     return " ".join(text.casefold().split())
