@@ -17,12 +17,9 @@ separated, while the report named the counterpart in words and never computed it
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 
-from .._base import OUTSIDE_PACKAGE
 from .._base import HierbenchError
 from .._base import fit_record
 from .._base import interval_label
@@ -90,21 +87,14 @@ def battle_ml(ctx: _Context, options: dict):
     Returns ``(result or the exception it raised, its warnings' messages)``; each warning is
     raised again, so that the report's list of warnings has it too.
     """
-    if "battle_ml" not in ctx.cache:
-        from ..freq import fit_bradley_terry_ml
+    from ..freq import fit_bradley_terry_ml
 
+    def compute():
         ctx.say(f"Bradley-Terry ML, bootstrap of {ctx.n_resamples} resamples")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                res = fit_bradley_terry_ml(ctx.battles, scale="logit", reference=None, prob=ctx.prob,
-                                           n_resamples=ctx.n_resamples, rng=ctx.rng, **options)  # fmt: skip
-            except (HierbenchError, ValueError) as exc:  # shown in the section, in its own words
-                res = exc
-        ctx.cache["battle_ml"] = (res, [f"{w.category.__name__}: {w.message}" for w in caught])
-        for w in caught:
-            warnings.warn(w.message, w.category, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
-    return ctx.cache["battle_ml"]
+        return fit_bradley_terry_ml(ctx.battles, scale="logit", reference=None, prob=ctx.prob,
+                                    n_resamples=ctx.n_resamples, rng=ctx.rng, **options)  # fmt: skip
+
+    return ctx.quoted_once("battle_ml", compute, (HierbenchError, ValueError))
 
 
 def _bayes_draws(ctx: _Context) -> tuple[pd.DataFrame, np.ndarray, str] | None:

@@ -358,6 +358,28 @@ class _Context:
                 source[key] = "computed from the data" if self.cache[key] is not None else "not applicable"
         return self.cache[key]
 
+    def quoted_once(self, key: str, compute, errors: tuple[type[Exception], ...]) -> tuple:
+        """``(compute() or the error of ``errors`` it raised, its warnings as "Name: message")``, once.
+
+        Each warning is raised again the first time, so that the report's list of warnings
+        (the section's record) has it too; the section quotes the messages beside its result.
+        """
+        if key not in self.cache:
+            import warnings
+
+            from .._base import OUTSIDE_PACKAGE
+
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    res = compute()
+                except errors as exc:  # said in the section, in its own words
+                    res = exc
+            self.cache[key] = (res, list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught)))
+            for w in caught:
+                warnings.warn(w.message, w.category, stacklevel=3, skip_file_prefixes=OUTSIDE_PACKAGE)
+        return self.cache[key]
+
     def left_out(self, key: str) -> str:
         """Why the result ``key`` is left out, in the call's words: ``freq=None``, or the key given as None."""
         return "freq=None" if self.freq is None else f"`freq[{key!r}]` is None"

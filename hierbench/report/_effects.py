@@ -17,13 +17,10 @@ random terms over a normal on its own scale; the section says so where they diff
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 
 from .._base import FRACTIONAL_LINEAR
-from .._base import OUTSIDE_PACKAGE
 from .._base import interval_label
 from ._context import _TITLES
 from ._context import _Context
@@ -88,28 +85,22 @@ def formula_ml(ctx: _Context, design, variables: list[str]) -> tuple:
     variable at the report's level. Each warning is kept as ``"Name: message"`` and raised again,
     so that the report's list of warnings has it too.
     """
-    if "formula_ml" not in ctx.cache:
-        from ..freq import average_marginal_effects
-        from ..freq import fit_crossed_ml
+    from ..freq import average_marginal_effects
+    from ..freq import fit_crossed_ml
 
+    def compute() -> tuple:
         ctx.say("maximum-likelihood fit of the formula")
+        ml = fit_crossed_ml(ctx.data, design, prob=ctx.prob, intervals=SD_INTERVALS)
         effects: dict = {}
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        for v in variables:
             try:
-                ml = fit_crossed_ml(ctx.data, design, prob=ctx.prob, intervals=SD_INTERVALS)
-            except ValueError as exc:  # said in the section, in its own words
-                ml = exc
-            for v in variables if not isinstance(ml, Exception) else ():
-                try:
-                    effects[v] = average_marginal_effects(ml, v, method=FREQ_METHOD, prob=ctx.prob)
-                except ValueError as exc:
-                    effects[v] = exc
-        said = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
-        ctx.cache["formula_ml"] = (ml, effects, said)
-        for w in caught:
-            warnings.warn(w.message, w.category, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
-    return ctx.cache["formula_ml"]
+                effects[v] = average_marginal_effects(ml, v, method=FREQ_METHOD, prob=ctx.prob)
+            except ValueError as exc:
+                effects[v] = exc
+        return ml, effects
+
+    res, said = ctx.quoted_once("formula_ml", compute, (ValueError,))
+    return (res, {}, said) if isinstance(res, Exception) else (*res, said)
 
 
 def _freq_label(res) -> str:
