@@ -24,7 +24,7 @@ population rule).
   terms (random agent-level terms: their variances; fixed agent-level
   terms: the spread of their contributions across the agents in the data).
 
-Intervals are by the delta method on ``(beta, log sd, thresholds)``,
+Intervals are by the delta method on ``(beta, log sd)`` (and the thresholds of an ordinal fit),
 derivatives by central differences of the prediction. For
 :func:`mean_response` and :func:`agent_variance`'s fixed terms the covariance
 is the ML fit's inverse observed information (kind ``normal``;
@@ -364,7 +364,8 @@ def _effects_of(fit: MixedMLResult, variable: str, by: str | None, threshold: fl
 
 def _basis(fit: MixedMLResult, variable: str, method: str) -> tuple[tuple[np.ndarray, np.ndarray] | None, float, str]:
     """``(params, vcov)`` (None: the ML fit's), the degrees of freedom and the interval's detail."""
-    what = "population-averaged predictions, delta method on (beta, log sd, thresholds)"
+    params = "beta, log sd, thresholds" if fit.design.family == "ordinal" else "beta, log sd"
+    what = f"population-averaged predictions, delta method on ({params})"
     if method == "ml":
         _warn_few_levels(fit, variable, "its interval treats the variance of {few} as known", "ML")
         return None, np.inf, f"{what} at the ML fit, normal quantiles"
