@@ -20,6 +20,8 @@ from .._console import _summary_text
 from .._console import convergence_line
 from .._console import seconds
 from .._console import warning_lines
+from ._battles import check_battle_flags
+from ._battles import read_battle_log
 from ._common import CliError
 from ._common import _check_out
 from ._common import _jsonable
@@ -154,6 +156,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.fit is None and args.data is None:
         raise CliError("give a saved fit (FIT) and/or --data LOG: there is nothing to report")
     _check_no_log_flags(args, "a saved fit carries the data it was fitted to")
+    check_battle_flags(args)
+    if args.battles and args.data is None:
+        raise CliError("--battles reads the battle log given with --data, and no --data was given; "
+                       "give --data LOG, or leave --battles out")  # fmt: skip
     out = _check_out(args.out, args.overwrite, kind="report")
     fit = None
     if args.fit is not None:
@@ -162,7 +168,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         fit = _load_fit_arg(args.fit)
     data = None
     if args.data is not None:
-        data, msgs = load_any(args.data, args)
+        data, msgs = read_battle_log(args.data, args) if args.battles else load_any(args.data, args)
         say_warnings(msgs, args)
     from ..report import build
     from ..report import check_fit_data

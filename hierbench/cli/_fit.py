@@ -16,6 +16,10 @@ from .._console import diagnostics_line
 from .._console import fit_kwargs
 from .._console import seconds
 from .._console import warning_lines
+from ._battles import build_battle_model
+from ._battles import check_battle_flags
+from ._battles import fitted_what
+from ._battles import read_battle_log
 from ._commands import _saved_groups
 from ._common import CliError
 from ._common import _check_out
@@ -239,17 +243,27 @@ def _check_sampler_flags(args: argparse.Namespace) -> None:
             raise CliError(f"{flag} must be an integer >= {low}; got {v}")
 
 
+def _read(args: argparse.Namespace):
+    """The log and its reading warnings: a battle log (--battles) or a run log."""
+    check_battle_flags(args)
+    if not args.battles:
+        return load_any(args.file, args)
+    if len(args.file) != 1:
+        raise CliError(f"--battles reads one battle log; got {len(args.file)}: {', '.join(map(repr, args.file))}")
+    return read_battle_log(args.file[0], args)
+
+
 def _cmd_fit(args: argparse.Namespace) -> int:
     _check_sampler_flags(args)
     out = _check_out(args.out, args.overwrite, kind="fit")
-    ds, msgs = load_any(args.file, args)
+    ds, msgs = _read(args)
     say_warnings(msgs, args)
     from .. import bayes
     from ..io import save_fit
 
     with warnings.catch_warnings(record=True) as built:  # the builder's (BoundaryWarning: a separated agent)
         warnings.simplefilter("always")
-        model = _build(args, ds)
+        model = build_battle_model(args, ds) if args.battles else _build(args, ds)
     say_warnings(warning_lines(built), args)  # one `warning: ...` line each, as the sampler's below
     # the structure the builder chose from the design, and why (before the long part)
     print(bayes.describe(model), flush=True)
@@ -270,10 +284,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         else sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     )
     a = dt.attrs
-    from .._base import counted
-
     print(
-        f"{args.model} fit of {counted(ds.sizes['agent'], 'agent')} x {counted(ds.sizes['task'], 'task')}: {seconds(wall)} "
+        f"{args.model} fit of {fitted_what(args, ds)}: {seconds(wall)} "
         f"(compile {seconds(a.get('compile_time', float('nan')))}, sampling "
         f"{seconds(a.get('sampling_time', float('nan')))}); {diagnostics_line(dt)}"
     )
@@ -283,7 +295,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     line = convergence_line(dt, remedy=convergence_remedy(dt, cli=True))
     say_warnings(([line] if line else []) + warning_lines(caught, skip=("ConvergenceWarning",)), args)
-    _print_effects(dt, model, out, args)
+    if not args.battles:
+        _print_effects(dt, model, out, args)
     return _fit_status(dt, args.strict)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from ._battles import add_battle_flags
 from ._commands import _cmd_compare
 from ._commands import _cmd_demo
 from ._commands import _cmd_report
@@ -114,6 +115,7 @@ def _add_fit(sub) -> None:
         action="store_true",
         help="save every group the fit has (the per-observation groups are left out by default)",
     )
+    add_battle_flags(f, model=True)
     f.add_argument("--overwrite", action="store_true", help="replace FIT if it exists")
     f.add_argument("--quiet", action="store_true", help="no sampler progress")
     f.add_argument(
@@ -158,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_columns(r)
     _add_stats_options(r)
     _add_bootstrap_method(r)
+    add_battle_flags(r, model=False)
     r.add_argument("--overwrite", action="store_true", help="replace REPORT if it exists")
     r.add_argument("--quiet", action="store_true", help="no progress lines")
     r.set_defaults(func=_cmd_report)

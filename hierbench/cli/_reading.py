@@ -472,6 +472,10 @@ def _user_words(msg: str, args: argparse.Namespace) -> str:
     of a reader or command argument are its flag (``--run run``); ``from_records(name=...)`` is
     the flag; a read-report ``attrs['key']`` is the key ``hierbench validate --json`` prints.
     """
+    if getattr(args, "battles", False):  # read_battles' names first: its `task` is --prompt
+        from ._battles import battle_words
+
+        msg = battle_words(msg)
     log = getattr(args, "file", None) or getattr(args, "data", None) or "LOG"
     if isinstance(log, list):
         log = ", ".join(log)

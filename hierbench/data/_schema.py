@@ -226,7 +226,8 @@ def battle_columns(columns, agent=None, unread=None) -> tuple[str, str, str] | N
 #: where battles are read, since a run log's roles cannot hold them
 BATTLES_HINT = (
     "read them with hierbench.data.read_battles and fit them with hierbench.freq.fit_bradley_terry_ml "
-    "or hierbench.bayes.build_bradley_terry (the command line reads run logs only)"
+    "or hierbench.bayes.build_bradley_terry (on the command line: hierbench fit LOG --battles, with --left, "
+    "--right and --winner naming the columns)"
 )
 
 
