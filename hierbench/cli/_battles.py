@@ -132,16 +132,3 @@ def fitted_what(args: argparse.Namespace, ds) -> str:
         return f"{counted(ds.sizes['agent'], 'agent')}, {n:,} battle{'s' if n != 1 else ''}"
     return f"{counted(ds.sizes['agent'], 'agent')} x {counted(ds.sizes['task'], 'task')}"
 
-
-#: read_battles' argument names in its messages -> the flag that sets them from the shell
-_BATTLE_FLAG_OF = {"task": "--prompt", "winner": "--winner", "left": "--left", "right": "--right", "judge": "--judge",
-                   "outcomes": "--verdict", "agents": "the agents"}  # fmt: skip
-
-
-def battle_words(msg: str) -> str:
-    """A battle reader's (or model's) message with its argument names as the flags (``task`` is ``--prompt``)."""
-    msg = msg.replace("`ties=None`", "--ties none").replace("ties='davidson'", "--ties davidson")
-    msg = msg.replace("`pairs`", "the battle log")
-    for name, flag in _BATTLE_FLAG_OF.items():
-        msg = msg.replace(f"`{name}`", flag)
-    return msg

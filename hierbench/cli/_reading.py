@@ -464,6 +464,20 @@ def _attrs_remedy(m: re.Match) -> str:
     return f"{key} of `hierbench validate --json`" if key in _REPORTED else m.group(0)
 
 
+#: read_battles' argument names in its messages -> the flag that sets them from the shell
+_BATTLE_FLAG_OF = {"task": "--prompt", "winner": "--winner", "left": "--left", "right": "--right", "judge": "--judge",
+                   "outcomes": "--verdict", "agents": "the agents"}  # fmt: skip
+
+
+def _battle_words(msg: str) -> str:
+    """A battle reader's (or model's) message with its argument names as the flags (``task`` is ``--prompt``)."""
+    msg = msg.replace("`ties=None`", "--ties none").replace("ties='davidson'", "--ties davidson")
+    msg = msg.replace("`pairs`", "the battle log")
+    for name, flag in _BATTLE_FLAG_OF.items():
+        msg = msg.replace(f"`{name}`", flag)
+    return msg
+
+
 def _user_words(msg: str, args: argparse.Namespace) -> str:
     """Say a library message in the user's words: flags for Python arguments, files for objects.
 
@@ -473,9 +487,7 @@ def _user_words(msg: str, args: argparse.Namespace) -> str:
     the flag; a read-report ``attrs['key']`` is the key ``hierbench validate --json`` prints.
     """
     if getattr(args, "battles", False):  # read_battles' names first: its `task` is --prompt
-        from ._battles import battle_words
-
-        msg = battle_words(msg)
+        msg = _battle_words(msg)
     log = getattr(args, "file", None) or getattr(args, "data", None) or "LOG"
     if isinstance(log, list):
         log = ", ".join(log)
