@@ -94,3 +94,14 @@ def test_report_battles_needs_the_log(arena, capsys):
 def test_a_run_log_reader_points_a_battle_log_to_the_flag(arena, capsys):
     assert main(["fit", str(arena / "arena.csv"), "-o", str(arena / "never.nc")]) == 2
     assert "hierbench fit LOG --battles" in capsys.readouterr().err
+
+
+def test_a_verdict_written_with_a_minus_sign_is_explained_and_taken_joined(arena, capsys):
+    """Football's ``result`` column holds -1, 0 and 1: ``--verdict -1=0`` reads as another flag."""
+    with pytest.raises(SystemExit):
+        main(["fit", str(arena / "arena.csv"), "--battles", "--verdict", "-1=0", "-o", str(arena / "never.nc")])
+    assert "joined to the flag with '=', as in --verdict=-1=0" in capsys.readouterr().err
+    from hierbench.cli import build_parser
+
+    args = build_parser().parse_args(["fit", "x.csv", "--battles", "--verdict=-1=0", "--verdict", "1=1", "-o", "f.nc"])
+    assert args.verdict == ["-1=0", "1=1"]

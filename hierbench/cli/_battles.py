@@ -36,7 +36,7 @@ def add_battle_flags(p: argparse.ArgumentParser, *, model: bool) -> None:
     g.add_argument("--right", default="right", metavar="COL", help="column of the other agent (default: right)")
     g.add_argument("--winner", default="winner", metavar="COL", help="column of the verdict (default: winner)")
     g.add_argument(
-        "--verdict", action="append", metavar="VALUE=OUTCOME",
+        "--verdict", action=_Verdict, nargs="?", metavar="VALUE=OUTCOME",
         help="what a --winner value means for the --left agent: 1 (won), 0 (lost) or 0.5 (tie), "
         "repeatable (default: left=1, right=0, tie=0.5; an arena log: --verdict model_a=1 --verdict "
         "model_b=0 --verdict tie=0.5 ...); a verdict not listed is refused, naming its rows",
@@ -55,6 +55,24 @@ def add_battle_flags(p: argparse.ArgumentParser, *, model: bool) -> None:
         "which refuses a log with ties",
     )  # fmt: skip
     g.add_argument("--home", action="store_true", help="add a first-position (--left) advantage, home")
+
+
+class _Verdict(argparse.Action):
+    """``--verdict`` (repeatable): a value that starts with a dash (``-1=0``) must be joined with ``=``.
+
+    argparse reads ``--verdict -1=0`` as the flag followed by another flag and said only "expected
+    one argument" (football's ``result`` column holds -1, 0 and 1); the value is optional to the
+    parser so that this action can name the form that works.
+    """
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if values is None:
+            raise argparse.ArgumentError(
+                self, "give VALUE=OUTCOME, e.g. --verdict model_a=1; a value that starts with a minus sign "
+                "must be joined to the flag with '=', as in --verdict=-1=0 (after a space the shell's -1=0 "
+                "is read as another flag)",
+            )  # fmt: skip
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
 
 
 def _verdicts(items: list[str] | None) -> dict[str, float] | None:

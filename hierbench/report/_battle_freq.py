@@ -258,8 +258,8 @@ def _comparison(ctx: _Context, table: pd.DataFrame, res, x: pd.DataFrame, mlab: 
     by_task = res.attrs.get("resample") == "task"
     if not by_task:
         out.append("The bootstrap resamples single battles, taken as independent as the Bayesian model takes "
-                   "them: the two differ by prior and estimator only (read_battles(task=...) lets it resample "
-                   "the prompts, each with all its battles).")  # fmt: skip
+                   "them: the two differ by prior and estimator only (the prompt column, read_battles(task=...) "
+                   "or the command line's --prompt, lets it resample the prompts, each with all its battles).")  # fmt: skip
     elif med >= WIDER:
         out.append("The Bayesian model takes the battles as independent; battles sharing a prompt are "
                    f"correlated, and here the prompt bootstrap's intervals are a median {med:.2f}x as wide: "
