@@ -105,3 +105,26 @@ def test_a_verdict_written_with_a_minus_sign_is_explained_and_taken_joined(arena
 
     args = build_parser().parse_args(["fit", "x.csv", "--battles", "--verdict=-1=0", "--verdict", "1=1", "-o", "f.nc"])
     assert args.verdict == ["-1=0", "1=1"]
+
+
+def test_summary_and_validate_count_the_battles_as_pandas_does(arena, capsys):
+    """Each agent's battles, wins, ties and losses from the verdicts, counted with pandas."""
+    import json
+
+    log = str(arena / "arena.csv")
+    assert main(["summary", log, *FLAGS, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    got = {row["agent"]: (row["battles"], row["wins"], row["ties"], row["losses"]) for row in doc["agents"]}
+    side = pd.concat([
+        pd.DataFrame({"agent": ARENA["model_a"], "w": ARENA["winner"] == "model_a", "l": ARENA["winner"] == "model_b"}),
+        pd.DataFrame({"agent": ARENA["model_b"], "w": ARENA["winner"] == "model_b", "l": ARENA["winner"] == "model_a"}),
+    ])  # fmt: skip
+    side["t"] = ~(side["w"] | side["l"])
+    want = {a: (len(g), int(g["w"].sum()), int(g["t"].sum()), int(g["l"].sum())) for a, g in side.groupby("agent")}
+    assert got == want
+    assert doc["battles"]["battles"] == 60 and doc["battles"]["ties"] == int((ARENA["winner"] == "tie").sum())
+    assert main(["validate", log, *FLAGS, "--json"]) == 0
+    read = json.loads(capsys.readouterr().out)
+    assert (read["n_records_read"], read["battles"], read["agents"], read["prompts"]) == (60, 60, 4, 5)
+    assert main(["summary", log, *FLAGS, "--score", "winner"]) == 2  # a run-log flag with --battles
+    assert "which does not use --score winner" in capsys.readouterr().err

@@ -150,3 +150,64 @@ def fitted_what(args: argparse.Namespace, ds) -> str:
         return f"{counted(ds.sizes['agent'], 'agent')}, {n:,} battle{'s' if n != 1 else ''}"
     return f"{counted(ds.sizes['agent'], 'agent')} x {counted(ds.sizes['task'], 'task')}"
 
+
+
+def read_one_battle_log(args: argparse.Namespace):
+    """LOG of a command given --battles (one file): the dataset and its reading warnings."""
+    check_battle_flags(args)
+    if len(args.file) != 1:
+        raise CliError(f"--battles reads one battle log; got {len(args.file)}: {', '.join(map(repr, args.file))}")
+    return read_battle_log(args.file[0], args)
+
+
+def _read_counts(ds) -> dict:
+    """What read_battles read and kept (its attrs), with the prompts and judges it found."""
+    import json
+
+    a = ds.attrs
+    out = {k: a[k] for k in ("n_records_read", "n_records_kept", "n_repeated_records") if k in a}
+    out["not_kept"] = json.loads(a.get("not_kept", "{}"))
+    out["agents"], out["battles"] = int(ds.sizes["agent"]), int(ds.sizes["comparison"])
+    for name in ("task", "judge"):
+        if name in ds:
+            out["prompts" if name == "task" else "judges"] = len(set(map(str, ds[name].values)))
+    return out
+
+
+def cmd_battles_validate(args: argparse.Namespace) -> int:
+    """``validate --battles``: what read_battles read, kept and why."""
+    import json
+
+    from ._common import _jsonable
+    from ._reading import say_warnings
+
+    ds, msgs = read_one_battle_log(args)
+    counts = _read_counts(ds)
+    if args.json:
+        print(json.dumps(_jsonable({**counts, "schema": ds.attrs.get("hierbench_schema"), "warnings": msgs}), indent=2))
+    else:
+        print(f"valid battle log ({ds.attrs.get('hierbench_schema')})")
+        print("\n".join(f"{k}: {v}" for k, v in counts.items()))
+    say_warnings(msgs, args)
+    return 0
+
+
+def cmd_battles_summary(args: argparse.Namespace) -> int:
+    """``summary --battles``: the report's data summary of the battles, each agent's record and the flags."""
+    import json
+
+    from ..report import battle_log_summary
+    from ._common import _jsonable
+    from ._reading import say_warnings
+
+    ds, msgs = read_one_battle_log(args)
+    table, text, flags, counts = battle_log_summary(ds)
+    if args.json:
+        agents = [{"agent": a, **row} for a, row in table.to_dict(orient="index").items()]
+        print(json.dumps(_jsonable({"battles": counts, "agents": agents, "flags": flags, "warnings": msgs}), indent=2))
+    else:
+        print(text)
+        print("".join(f"flag: {f}\n" for f in flags) + "rows: agents by battles, most first")
+        print(table.to_string())
+    say_warnings(msgs, args)
+    return 0

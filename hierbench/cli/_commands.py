@@ -21,6 +21,8 @@ from .._console import convergence_line
 from .._console import seconds
 from .._console import warning_lines
 from ._battles import check_battle_flags
+from ._battles import cmd_battles_summary
+from ._battles import cmd_battles_validate
 from ._battles import read_battle_log
 from ._common import CliError
 from ._common import _check_out
@@ -35,6 +37,9 @@ if TYPE_CHECKING:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    if args.battles:
+        return cmd_battles_validate(args)
+    check_battle_flags(args)
     from ..data import FormulaError
     from ..data import check_grade_scale
     from ..data import read_report
@@ -55,6 +60,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
+    if args.battles:
+        return cmd_battles_summary(args)
+    check_battle_flags(args)
     from ..data import read_report
     from ..report import score_order
 

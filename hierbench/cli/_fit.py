@@ -19,7 +19,7 @@ from .._console import warning_lines
 from ._battles import build_battle_model
 from ._battles import check_battle_flags
 from ._battles import fitted_what
-from ._battles import read_battle_log
+from ._battles import read_one_battle_log
 from ._commands import _saved_groups
 from ._common import CliError
 from ._common import _check_out
@@ -245,12 +245,10 @@ def _check_sampler_flags(args: argparse.Namespace) -> None:
 
 def _read(args: argparse.Namespace):
     """The log and its reading warnings: a battle log (--battles) or a run log."""
+    if args.battles:
+        return read_one_battle_log(args)
     check_battle_flags(args)
-    if not args.battles:
-        return load_any(args.file, args)
-    if len(args.file) != 1:
-        raise CliError(f"--battles reads one battle log; got {len(args.file)}: {', '.join(map(repr, args.file))}")
-    return read_battle_log(args.file[0], args)
+    return load_any(args.file, args)
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:

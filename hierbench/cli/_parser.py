@@ -138,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_file_options(v)
     v.add_argument("--json", action="store_true", help="machine-readable output")
+    add_battle_flags(v, model=False)
     v.set_defaults(func=_cmd_validate)
     s = sub.add_parser(
         "summary", help="per agent: tasks, runs, mean score, error rate, missing cells"
@@ -145,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_file_options(s)
     s.add_argument("--json", action="store_true", help="machine-readable output")
     _add_person_fit(s)
+    add_battle_flags(s, model=False)
     s.set_defaults(func=_cmd_summary)
 
     _add_fit(sub)

@@ -9,6 +9,7 @@ are the pair comparisons the report, the CLI and the demo all print;
 evaluation.
 """
 
+from ._battles import battle_log_summary as battle_log_summary  # for the CLI; not in __all__
 from ._build import SECTIONS
 from ._build import ReportSectionWarning
 from ._build import build

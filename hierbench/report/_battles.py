@@ -76,7 +76,7 @@ def battle_graph(ctx: _Context) -> dict | None:
     agents = _battle_agents(ctx, pairs)
     at = {a: i for i, a in enumerate(agents)}
     met = np.zeros((len(agents), len(agents)), dtype=np.int64)
-    n = pairs[["n_win_a", "n_tie", "n_win_b"]].sum(1).to_numpy().astype(np.int64)
+    n = pairs[["n_win_a", "n_tie", "n_win_b"]].sum(axis=1).to_numpy().astype(np.int64)
     ia, ib = pairs["agent_a"].astype(str).map(at).to_numpy(), pairs["agent_b"].astype(str).map(at).to_numpy()
     np.add.at(met, (ia, ib), n)
     met = met + met.T
@@ -107,7 +107,7 @@ def battle_summary(pairs: pd.DataFrame, battles: xr.Dataset | None, agents: list
         other = "agent_b" if side == "agent_a" else "agent_a"
         rows.append(pairs.rename(columns={side: "agent", other: "opponent", win: "wins", lose: "losses", "n_tie": "ties"}))
     long = pd.concat(rows)[["agent", "opponent", "wins", "ties", "losses"]]
-    long["battles"] = long[["wins", "ties", "losses"]].sum(1)
+    long["battles"] = long[["wins", "ties", "losses"]].sum(axis=1)
     table = long.groupby("agent").agg(battles=("battles", "sum"), wins=("wins", "sum"), ties=("ties", "sum"),
                                       losses=("losses", "sum"))  # fmt: skip
     table["opponents"] = long[long["battles"] > 0].groupby("agent")["opponent"].nunique()
@@ -196,6 +196,14 @@ def _sec_battles(ctx: _Context, rep: Report, sid: str) -> None:
     got = _battle_pairs(ctx)
     if got is None:
         raise _Skip("no battle log given, and the fit records no battles")
+    table, text, flags = _battles_summary(ctx, got)
+    text += ("\n\n**Flags:**\n\n" + "\n".join(f"- {f}" for f in flags)) if flags else (
+        f" No agent is in fewer than {FEW_UNITS} battles.")  # fmt: skip
+    rep.section(_TITLES[sid], text, table=table, id=sid)
+
+
+def _battles_summary(ctx: _Context, got: tuple[pd.DataFrame, str]) -> tuple[pd.DataFrame, str, list[str]]:
+    """Each agent's record, the sentence counting the battles, and the flags (agents in no or few battles, groups)."""
     graph = battle_graph(ctx)
     table, text, counts = battle_summary(got[0], ctx.battles, list(graph["met"].index))
     counts["groups"] = len(graph["groups"])
@@ -205,12 +213,21 @@ def _sec_battles(ctx: _Context, rep: Report, sid: str) -> None:
     flags = [unplayed_words(graph), groups_words(graph, "a comparison")]
     flags += [f"agents in fewer than {FEW_UNITS} battles: {few} (their abilities rest on those few judgments and "
               "the prior)"] if few else []  # fmt: skip
-    flags = [f for f in flags if f]
     text += "" if graph["unplayed"] or len(graph["groups"]) > 1 else (
         " The battles link every agent with every other, directly or through others.")  # fmt: skip
-    text += ("\n\n**Flags:**\n\n" + "\n".join(f"- {f}" for f in flags)) if flags else (
-        f" No agent is in fewer than {FEW_UNITS} battles.")  # fmt: skip
-    rep.section(_TITLES[sid], text, table=table, id=sid)
+    return table, text, [f for f in flags if f]
+
+
+def battle_log_summary(battles: xr.Dataset) -> tuple[pd.DataFrame, str, list[str], dict]:
+    """The report's data summary of a battle log, for ``hierbench summary --battles``.
+
+    Returns each agent's record (battles, wins, ties, losses, opponents), the sentence counting
+    the battles, the flags (agents in no battle, in fewer than ``FEW_UNITS``, groups that no
+    chain of battles links) and the counts.
+    """
+    ctx = _Context(fit=None, data=None, battles=battles)
+    table, text, flags = _battles_summary(ctx, _battle_pairs(ctx))
+    return table, text, flags, dict(ctx.cache["battles"])
 
 
 def bt_parameters(ctx: _Context) -> str:
