@@ -103,7 +103,12 @@ def _at_truth(battles: xr.Dataset, skill: np.ndarray, nu: float, draws: int = 20
 def _read(df: pd.DataFrame) -> xr.Dataset:
     from hierbench.data import read_battles
 
-    return read_battles(df, task="prompt")
+    return read_battles(df, task="prompt", judge="judge" if "judge" in df else None)
+
+
+def _judged(df: pd.DataFrame, seed: int, n: int = 4) -> pd.DataFrame:
+    """``df`` with a judge for each battle drawn at random, apart from its outcome (judges the model allows)."""
+    return df.assign(judge=[f"j{k}" for k in np.random.default_rng([seed, 9]).integers(0, n, len(df))])
 
 
 SKILL = np.array([1.0, 0.5, 0.0, -0.3, -1.2])
@@ -122,7 +127,7 @@ def test_the_deviance_is_the_g_test_at_the_given_probabilities():
 @pytest.fixture(scope="module")
 def small():
     """A small log (5 agents, 10 prompts, 300 battles) and a fit of 3 distinct posterior draws (with pp)."""
-    battles = _read(_simulate(7, SKILL, shift=0.5))
+    battles = _read(_judged(_simulate(7, SKILL, shift=0.5), 7))
     g = np.random.default_rng(1)
     order = [int(str(a)[1:]) for a in battles["agent"].values]
     ab = SKILL[order] + g.normal(0, 0.3, (1, 3, 5))
@@ -130,13 +135,13 @@ def small():
     return battles, _fit(battles, ab, g.lognormal(0, 0.3, (1, 3)), pp_seed=2)
 
 
-def _by_hand(battles: xr.Dataset, fit: xr.DataTree, s: int) -> tuple[float, float]:
-    """Draw ``s``'s pair-level G^2 (unordered pairs) and agent x prompt discrepancy, from the log by pandas."""
+def _by_hand(battles: xr.Dataset, fit: xr.DataTree, s: int, group: str = "task") -> tuple[float, float]:
+    """Draw ``s``'s pair-level G^2 (unordered pairs) and agent x ``group`` (prompt) discrepancy, by pandas."""
     post = fit["posterior"]
     ab = pd.Series(post["ability"].values[0, s], index=[str(a) for a in post["agent"].values])
     nu = float(post["nu"].values[0, s])
     df = pd.DataFrame({"a": battles["agent_a"].values.astype(str), "b": battles["agent_b"].values.astype(str),
-                       "y": battles["outcome"].values, "t": battles["task"].values.astype(str)})  # fmt: skip
+                       "y": battles["outcome"].values, "t": battles[group].values.astype(str)})  # fmt: skip
     flip = df["a"] > df["b"]  # each unordered pair read with its names in sorted order
     lo, hi = df["a"].where(~flip, df["b"]), df["b"].where(~flip, df["a"])
     y = df["y"].where(~flip, 1 - df["y"])
@@ -160,6 +165,8 @@ def test_the_observed_discrepancies_match_a_count_of_the_log_by_hand(small):
         g2, x2 = _by_hand(battles, fit, s)
         assert res["pairs"]["obs"][s] == pytest.approx(g2, rel=1e-10)
         assert res["prompts"]["obs"][s] == pytest.approx(x2, rel=1e-10)
+        assert res["judges"]["obs"][s] == pytest.approx(_by_hand(battles, fit, s, "judge")[1], rel=1e-10)
+    assert (res["judges"]["n_groups"], res["judges"]["n_cells"]) == (4, 20)  # 5 agents, each judged by all 4
 
 
 def test_the_replicated_deviance_is_the_fits_posterior_predictive_counted_by_pair(small):
@@ -193,9 +200,9 @@ def test_independent_battles_give_p_values_that_are_not_extreme():
     """
     ps = []
     for seed in range(20):
-        b = _read(_simulate(seed, SKILL))
+        b = _read(_judged(_simulate(seed, SKILL), seed))
         res = battle_ppc(_at_truth(b, SKILL, 1.0, pp_seed=seed if seed % 2 == 0 else None), b, seed=seed)
-        ps.append((res["pairs"]["p"], res["prompts"]["p"]))
+        ps.append((res["pairs"]["p"], res["prompts"]["p"], res["judges"]["p"]))
     ps = np.array(ps)
     assert ((ps < 0.05).sum(0) <= 3).all()
     assert ((ps.mean(0) > 0.3) & (ps.mean(0) < 0.7)).all()
@@ -212,6 +219,31 @@ def test_battles_that_vary_by_prompt_or_by_pair_give_p_near_zero():
     assert battle_ppc(_at_truth(b, SKILL, 1.0, pp_seed=1), b, seed=0)["prompts"]["p"] == 0.0
     b = _read(_simulate(101, SKILL, pair_shift=1.0))
     assert battle_ppc(_at_truth(b, SKILL, 1.0), b, seed=0)["pairs"]["p"] < 0.01
+
+
+def test_a_judge_who_favours_an_agent_gives_p_near_zero_for_judges_only():
+    """Two judges of the same prompts; j0's battles drawn with m0 2.5 logits stronger (self-preference).
+
+    The fit's abilities are the truth with m0 halfway. Every prompt has battles of both judges alike,
+    so the prompt check sees no extra spread (observed 48 against a replicated 49 +- 11); the agent
+    x judge discrepancy sees m0's record split by judge: 52 against 9.7 +- 5.4, beyond every one of
+    200 replicates.
+    """
+    fair = _simulate(30, SKILL).assign(judge="j1")
+    keen = _simulate(31, SKILL + np.r_[2.5, 0, 0, 0, 0]).assign(judge="j0")
+    b = _read(pd.concat([fair, keen], ignore_index=True))
+    res = battle_ppc(_at_truth(b, SKILL + np.r_[1.25, 0, 0, 0, 0], 1.0), b, seed=0)
+    assert res["judges"]["p"] == 0.0 and res["prompts"]["p"] > 0.05
+    import matplotlib.pyplot as plt
+
+    sec, figs = _section(_at_truth(b, SKILL + np.r_[1.25, 0, 0, 0, 0], 1.0), b)
+    assert "over the 10 agent × judge cells with battles (2 judges)" in sec["text"]
+    assert "(p below 0.05 for judges)" in sec["text"] and "resampled by neither fit" in sec["text"]
+    assert [ax.get_xlabel() for ax in figs["ppc_battles"].axes][-1] == "agent × judge discrepancy, observed battles"
+    from figure_overlap import overlaps
+
+    assert overlaps(figs["ppc_battles"]) == []  # three panels
+    plt.close(figs["ppc_battles"])
 
 
 def test_replicates_from_the_posterior_predictive_and_drawn_here_have_one_law():

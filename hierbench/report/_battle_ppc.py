@@ -14,6 +14,9 @@ discrepancies):
   each prompt, its score (wins plus half the ties) against its predicted score, squared over the
   predicted variance, summed over the agent x prompt cells with battles: the between-prompt
   spread of each agent's record that a prompt bootstrap captures and the model does not allow.
+- **judges** (a battle log with a ``judge`` column): the same discrepancy over agent x judge
+  cells: judges who favour some agents over others (an LLM judge's self-preference, a crowd
+  worker's taste), which independent battles with common abilities do not allow.
 
 The posterior predictive p-value is ``P(D(rep) >= D(obs))`` over the draws, one-sided: small
 values mean the battles vary more than independent battles would. The replicated battles are
@@ -168,15 +171,13 @@ def pairs_check(pairs: dict, probs: np.ndarray, rep: np.ndarray, slot_pair: np.n
             "ordered": bool(home)}  # fmt: skip
 
 
-def log_battles(battles: xr.Dataset, pairs: dict, home: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | str:
-    """The log's battles as the fit's: each one's fit pair, result for that pair's first agent (0/1/2), prompt code.
+def log_battles(battles: xr.Dataset, pairs: dict, home: bool) -> tuple[np.ndarray, np.ndarray] | str:
+    """The log's battles as the fit's: each one's fit pair and result for that pair's first agent (0/1/2).
 
-    A string (why not) where the log has no ``task`` or its battles are not the fit's, pair by pair.
+    A string (why not) where the battles are counts per pair or not the fit's, pair by pair.
     """
     if "comparison" not in battles.dims:
-        return "the battles are given as counts per pair, with no prompt for each battle"
-    if "task" not in battles:
-        return "the battle log has no prompt (task) column"
+        return "the battles are given as counts per pair, with no prompt or judge for each battle"
     agents = pairs["agents"]
     at = pd.Index(agents)
     xa = at.get_indexer(np.asarray(battles["agent_a"].values).astype(str))
@@ -199,21 +200,35 @@ def log_battles(battles: xr.Dataset, pairs: dict, home: bool) -> tuple[np.ndarra
     np.add.at(seen, (j, res), 1)
     if not (seen == pairs["counts"]).all():
         return "the battle log's results per pair are not those the fit saw"
-    codes, _ = pd.factorize(pd.Series(np.asarray(battles["task"].values).astype(str)))
-    return j, res, codes
+    return j, res
 
 
-def prompts_check(pairs: dict, probs: np.ndarray, rep: np.ndarray, is_sorted: bool, logb: tuple,
-                  seed: int | None) -> dict:  # fmt: skip
-    """The agent x prompt discrepancy per draw, observed and replicated, and ``P(rep >= obs)``.
+def dealt_replicates(rep: np.ndarray, j: np.ndarray, is_sorted: bool, seed: int | None) -> np.ndarray:
+    """The replicated results (draws x battles) in the log's battle order.
 
-    ``logb``: :func:`log_battles`' each battle's fit pair, result and prompt. A battle adds its
-    score (1 win, 1/2 tie, 0 loss) to its first agent's cell on its prompt and 1 minus it to its
-    second's; the discrepancy is sum over cells (score - predicted)^2 / predicted variance.
-    ``is_sorted``: ``rep``'s results come sorted within a pair, and are dealt to that pair's
-    battles in a random order (seeded from ``seed``).
+    The fit lays its battles out pair by pair; ``is_sorted``: its results come sorted within a
+    pair, and are dealt to that pair's battles in a random order (seeded from ``seed``), which,
+    the battles of a pair being exchangeable under the model, is a draw of the same law.
     """
-    j, res, codes = logb
+    slot = np.empty(j.size, dtype=np.int64)
+    slot[np.argsort(j, kind="stable")] = np.arange(j.size)
+    if not is_sorted:
+        return rep[:, slot]
+    slot_pair = np.sort(j)
+    g = np.random.default_rng(None if seed is None else [seed, 1])
+    deal = np.argsort(slot_pair + g.random(rep.shape), axis=1, kind="stable")
+    return np.take_along_axis(rep, deal[:, slot], 1)
+
+
+def group_check(pairs: dict, probs: np.ndarray, rep: np.ndarray, j: np.ndarray, res: np.ndarray,
+                codes: np.ndarray) -> dict:  # fmt: skip
+    """The agent x group (prompt, judge) discrepancy per draw, observed and replicated, and ``P(rep >= obs)``.
+
+    ``j``, ``res``: :func:`log_battles`' each battle's fit pair and result; ``rep``: the replicated
+    results in the same order (:func:`dealt_replicates`); ``codes``: each battle's group. A battle
+    adds its score (1 win, 1/2 tie, 0 loss) to its first agent's cell in its group and 1 minus it
+    to its second's; the discrepancy is sum over cells (score - predicted)^2 / predicted variance.
+    """
     n_b, n_t = j.size, int(codes.max()) + 1
     cells, inv = np.unique(np.r_[pairs["ia"][j] * n_t + codes, pairs["ib"][j] * n_t + codes], return_inverse=True)
     ca, cb, n_c = inv[:n_b], inv[n_b:], cells.size
@@ -228,15 +243,6 @@ def prompts_check(pairs: dict, probs: np.ndarray, rep: np.ndarray, is_sorted: bo
     var = probs[..., 0] + 0.25 * probs[..., 1] - e**2
     expect = (na - nb).T.dot(e.T).T + base
     v = (na + nb).T.dot(var.T).T
-    slot = np.empty(n_b, dtype=np.int64)
-    slot[np.argsort(j, kind="stable")] = np.arange(n_b)  # the fit lays its battles out pair by pair
-    if is_sorted:
-        slot_pair = np.sort(j)
-        g = np.random.default_rng(None if seed is None else [seed, 1])
-        deal = np.argsort(slot_pair + g.random(rep.shape), axis=1, kind="stable")
-        rep = np.take_along_axis(rep, deal[:, slot], 1)
-    else:
-        rep = rep[:, slot]
     score_rep = (rep == 0) + 0.5 * (rep == 1)
     score_obs = (res == 0) + 0.5 * (res == 1)
     s_rep = diff_b.T.dot(score_rep.T).T + base
@@ -247,11 +253,35 @@ def prompts_check(pairs: dict, probs: np.ndarray, rep: np.ndarray, is_sorted: bo
             return np.where(v > 0, (s - expect) ** 2 / v, 0.0).sum(-1)
 
     d_obs, d_rep = disc(s_obs[None]), disc(s_rep)
-    return {"obs": d_obs, "rep": d_rep, "p": float(np.mean(d_rep >= d_obs)), "n_cells": n_c, "n_prompts": n_t}
+    return {"obs": d_obs, "rep": d_rep, "p": float(np.mean(d_rep >= d_obs)), "n_cells": n_c, "n_groups": n_t}
+
+
+#: the group checks: key, the battle log's variable, what a group is called (one, many, "on each prompt")
+GROUPS = (("prompts", "task", ("prompt", "prompts", "on each prompt")),
+          ("judges", "judge", ("judge", "judges", "by each judge")))  # fmt: skip
+
+
+def group_checks(battles: xr.Dataset | None, pairs: dict, probs: np.ndarray, rep: np.ndarray, is_sorted: bool,
+                 home: bool, seed: int | None) -> dict:  # fmt: skip
+    """The prompt and judge checks (a dict each), or why not (a string each)."""
+    logb = log_battles(battles, pairs, home) if battles is not None else "no battle log is given beside the fit"
+    if isinstance(logb, str):
+        return {key: logb for key, *_ in GROUPS}
+    j, res = logb
+    dealt = dealt_replicates(rep, j, is_sorted, seed)
+    out: dict = {}
+    for key, var, (one, *_) in GROUPS:
+        if var not in battles:
+            out[key] = f"the battle log has no {one} column" + (" (read_battles(judge=...), --judge)" if var == "judge"
+                                                                else " (read_battles(task=...), --prompt)")  # fmt: skip
+            continue
+        codes, _ = pd.factorize(pd.Series(np.asarray(battles[var].values).astype(str)))
+        out[key] = group_check(pairs, probs, dealt, j, res, codes)
+    return out
 
 
 def battle_ppc(fit: xr.DataTree, battles: xr.Dataset | None = None, *, seed: int | None = 0) -> dict:
-    """Both checks of a Bradley-Terry fit: ``pairs`` (always), ``prompts`` (a dict, or why not as a string).
+    """The checks of a Bradley-Terry fit: ``pairs`` (always); ``prompts`` and ``judges`` (a dict, or why not as a string).
 
     Also ``n_draws`` (kept), ``n_total`` (the fit's), ``source`` (of the replicated battles).
     Raises ValueError where the fit holds no Bradley-Terry pair counts or no ``ability`` draws.
@@ -269,9 +299,7 @@ def battle_ppc(fit: xr.DataTree, battles: xr.Dataset | None = None, *, seed: int
     home = "home" in post
     out = {"pairs": pairs_check(pairs, probs, rep, slot_pair, home), "n_draws": idx.size, "n_total": n_total,
            "source": source, "ties": "nu" in post or "log_nu" in post}  # fmt: skip
-    logb = log_battles(battles, pairs, home) if battles is not None else "no battle log is given beside the fit"
-    out["prompts"] = logb if isinstance(logb, str) else prompts_check(pairs, probs, rep, is_sorted, logb, seed)
-    return out
+    return out | group_checks(battles, pairs, probs, rep, is_sorted, home, seed)
 
 
 def _spread(x: np.ndarray) -> str:
@@ -292,7 +320,7 @@ def _p_words(p: float, n: int) -> str:
 
 def check_text(res: dict) -> str:
     """What the check computed, its results, and what to do when it fails."""
-    n, pc, pr = res["n_draws"], res["pairs"], res["prompts"]
+    n, pc = res["n_draws"], res["pairs"]
     kept = f"{n:,} posterior draws" + (f" (evenly thinned from the fit's {res['n_total']:,})" if n < res["n_total"] else "")
     units = (f"{pc['n_units']:,} ordered pairs of agents that met (first position first, as the model with its "
              "first-position advantage orients them)" if pc["ordered"] else
@@ -309,33 +337,45 @@ def check_text(res: dict) -> str:
             "misfit of this kind.\n\n"
             f"- **Pairs**: the deviance G² = 2 Σ observed × ln(observed / expected) of the {results} counts of "
             f"the {units}. Observed {_spread(pc['obs'])}; replicated {_spread(pc['rep'])}; p {_p_words(pc['p'], n)}.")
-    if isinstance(pr, dict):
-        text += (f"\n- **Prompts**: each agent's score on each prompt (wins plus half the ties) against its predicted "
-                 f"score, Σ (score − predicted)² / predicted variance over the {pr['n_cells']:,} agent × prompt cells "
-                 f"with battles ({pr['n_prompts']:,} prompts). Observed {_spread(pr['obs'])}; replicated "
-                 f"{_spread(pr['rep'])}; p {_p_words(pr['p'], n)}.")  # fmt: skip
-    else:
-        text += f"\n- No prompt-level check: {pr}."
-    failed = [w for w, c in (("pairs", pc), ("prompts", pr)) if isinstance(c, dict) and c["p"] < LEVEL]
+    for key, _, (one, many, each) in GROUPS:
+        c = res[key]
+        if isinstance(c, dict):
+            text += (f"\n- **{many.capitalize()}**: each agent's score {each} (wins plus half the ties) against "
+                     f"its predicted score, Σ (score − predicted)² / predicted variance over the {c['n_cells']:,} agent × "
+                     f"{one} cells with battles ({c['n_groups']:,} {many}). Observed {_spread(c['obs'])}; replicated "
+                     f"{_spread(c['rep'])}; p {_p_words(c['p'], n)}.")  # fmt: skip
+        else:
+            text += f"\n- No {one}-level check: {c}."
+    failed = [w for w, c in res.items() if w in ("pairs", *(k for k, *_ in GROUPS))
+              and isinstance(c, dict) and c["p"] < LEVEL]  # fmt: skip
     if failed:
-        text += (f"\n\n**The model does not fit its battles** (p below {LEVEL} for {' and '.join(failed)}): they vary "
+        text += (f"\n\n**The model does not fit its battles** (p below {LEVEL} for {_and(failed)}): they vary "
                  "more than independent battles with these abilities would, as when battles that share a prompt or "
                  "a judge are correlated, or the abilities differ from prompt to prompt. The Bayesian intervals "
                  "assume independent battles, so the abilities, ranks and P(a > b) in this report are surer than "
                  "the battles allow. `hierbench.freq.fit_bradley_terry_ml` resamples the prompts, each with all "
                  "its battles: read its intervals for what the battles support.")  # fmt: skip
+        text += (" Judges who disagree about the agents are resampled by neither fit: the abilities are an average "
+                 "over these judges, and another set of judges could rank the agents otherwise; compare the "
+                 "abilities fitted to each judge's battles (read_battles of each judge's rows) before reading the "
+                 "ranks as the agents' own." if "judges" in failed else "")  # fmt: skip
     else:
         text += (f"\n\nNo misfit of these kinds shows (every p at least {LEVEL}). A passed check does not show the "
                  "battles independent: only that these summaries do not vary more than the model allows.")
     return text
 
 
+def _and(words: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
 def check_figure(res: dict):
     """Observed against replicated discrepancy, one point per draw, a panel per check, with the line y = x."""
     import matplotlib.pyplot as plt
 
-    panels = [("pairs", "pair-level deviance G²")] + (
-        [("prompts", "agent × prompt discrepancy")] if isinstance(res["prompts"], dict) else [])  # fmt: skip
+    panels = [("pairs", "pair-level deviance G²")] + [
+        (key, f"agent × {one} discrepancy") for key, _, (one, *_) in GROUPS if isinstance(res[key], dict)]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.6), squeeze=False)
     for ax, (key, name) in zip(axes[0], panels, strict=True):
         c = res[key]
