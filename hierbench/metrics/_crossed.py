@@ -525,8 +525,8 @@ def _latent_components(parts: dict) -> dict[str, np.ndarray]:
 def _moments(loc: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``E[p]``, ``E[p^2]`` with ``logit p ~ N(loc, s^2)``: ``loc`` (S, K), ``s`` (S,), by the population rule."""
     u, w = population_nodes()
-    p = expit(loc[..., None] + s[:, None, None] * u)
-    return (p * w).sum(-1), (p**2 * w).sum(-1)
+    p = _expit_sum(loc, s[:, None] * u)
+    return np.einsum("sku,u->sk", p, w), np.einsum("sku,sku,u->sk", p, p, w)
 
 
 def _var_of(mu: np.ndarray, v_in: np.ndarray, v_out: np.ndarray) -> np.ndarray:
