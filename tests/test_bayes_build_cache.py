@@ -181,43 +181,58 @@ _BUILD = """
 import glob, json, os, sys, warnings, numpy as np, pytensor
 warnings.simplefilter("ignore")
 sys.path.insert(0, sys.argv[2])
-from test_bayes_build_cache import _model, _data, _nutpie, _logp, _expand
+from test_bayes_build_cache import _model, _data, _logp, _expand
 from hierbench.bayes._sampler import _nutpie_build
-model = _model(*_data(6))
-with pytensor.config.change_flags(numba__fastmath=False):
-    c, reason = _nutpie_build.build(model)
-x = np.linspace(-0.5, 0.5, c.n_dim)
-rc, lp, g = _logp(c, x)
-ref = _logp(_nutpie(model), x) if sys.argv[3] == "ref" else (rc, lp, g)  # nutpie's own build, first run only
+
+
+def small_build():
+    with pytensor.config.change_flags(numba__fastmath=False):
+        c, reason = _nutpie_build.build(_model(*_data(6)))
+    x = np.linspace(-0.5, 0.5, c.n_dim)
+    rc, lp, g = _logp(c, x)
+    return {"hits": [c.compiled_logp_func.cache_hits, c.compiled_expand_func.cache_hits],
+            "reason": str(reason), "logp": lp, "grad": g, "expand": _expand(c, x)[1]}
+
+
+out = small_build()
 # the small model's cache entries (before the crossed fit adds its own)
 small = sorted(glob.glob(os.path.join(pytensor.config.base_compiledir, "numba", "*hierbench_*")))
-draws = {}
-if sys.argv[3] != "small":  # a seeded crossed fit: its kernels compiled here or loaded from the cache
-    from hierbench.testing import simulate_eval
-    from hierbench.bayes import build_crossed, fit
-    data, _ = simulate_eval(4, 40, 3, n_clusters=5, sd_cluster=0.5, rng=0)
-    # the clustered crossed kernels as before stop 55: the agent x cluster term (now on by default)
-    # adds about 15 s of cold compiling and nothing to what is checked (cache, not model)
-    model = build_crossed(data, agent_cluster=False)
-    dt = fit(model, draws=100, tune=100, chains=2, rng=3, progress=False, posterior_predictive=False)
-    draws = {f"draw_{v}": dt["posterior"][v].values for v in dt["posterior"].data_vars}
-    draws["fit_build"] = np.array(json.loads(dt.attrs["fit_run"])["build"])
-np.savez(sys.argv[1], hits=[c.compiled_logp_func.cache_hits, c.compiled_expand_func.cache_hits],
-         reason=str(reason), logp=lp, grad=g, expand=_expand(c, x)[1], ref_logp=ref[1], ref_grad=ref[2],
-         small=np.array(small), **draws)
+# a seeded crossed fit: its kernels compiled here or loaded from the cache
+from hierbench.testing import simulate_eval
+from hierbench.bayes import build_crossed, fit
+data, _ = simulate_eval(4, 40, 3, n_clusters=5, sd_cluster=0.5, rng=0)
+# the clustered crossed kernels as before stop 55: the agent x cluster term (now on by default)
+# adds about 15 s of cold compiling and nothing to what is checked (cache, not model)
+model = build_crossed(data, agent_cluster=False)
+dt = fit(model, draws=100, tune=100, chains=2, rng=3, progress=False, posterior_predictive=False)
+draws = {f"draw_{v}": dt["posterior"][v].values for v in dt["posterior"].data_vars}
+draws["fit_build"] = np.array(json.loads(dt.attrs["fit_run"])["build"])
+if sys.argv[3] == "garbage":  # the small model's entries overwritten, then the small model built anew
+    for path in small:
+        with open(path, "wb") as f:
+            f.write(b"not a cache entry")
+    draws.update({f"again_{k}": v for k, v in small_build().items()})
+np.savez(sys.argv[1], small=np.array(small), **out, **draws)
 """
 
 
 @pytest.mark.slow
 def test_fresh_processes_load_what_they_stored_draw_the_same_and_rebuild_an_unreadable_entry(tmp_path):
     # fresh processes on caches that start empty (numba's and PyTensor's base compile directory):
-    # 0 compiles and stores the two C wrappers of a small model (and builds nutpie's own as the
-    # reference), then compiles a seeded crossed fit's kernels into the cache; 1 loads both (numba
-    # counts a cache hit) and must draw what 0 drew (issue 24 item 6: a crossed fit once drew
-    # chains about 1e-11 apart when its kernels were compiled rather than loaded); then the small
-    # model's entries are overwritten with garbage, and 2 compiles its wrappers again, the same to
-    # the bit, and stores them again. (Until stop 43 the cold fit ran in a process of its own and
-    # the warm one beside the garbage: the same checks, one more process and fit.)
+    # 0 compiles and stores the two C wrappers of a small model, then compiles a seeded crossed
+    # fit's kernels into the cache; 1 loads both (numba counts a cache hit) and must draw what 0
+    # drew (issue 24 item 6: a crossed fit once drew chains about 1e-11 apart when its kernels
+    # were compiled rather than loaded); then 1 overwrites the small model's entries with garbage
+    # and builds the model again: its wrappers compiled again (no hit), the same to the bit, and
+    # stored again. Every build's log density and gradient must be nutpie's own build's, made
+    # here. (Until stop 43 the cold fit ran in a process of its own and the warm one beside the
+    # garbage; until this stop nutpie's build was made in the cold process 0 and the garbage
+    # was rebuilt in a third process, started only for it: the same checks, one process and one
+    # cold compile more.)
+    model = _model(*_data(6))
+    theirs = _nutpie(model)
+    x = np.linspace(-0.5, 0.5, theirs.n_dim)  # the point the script evaluates
+    _, ref_logp, ref_grad = _logp(theirs, x)
     script = tmp_path / "build.py"
     script.write_text(_BUILD)
     env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(tmp_path / "numba_cache"),
@@ -228,17 +243,16 @@ def test_fresh_processes_load_what_they_stored_draw_the_same_and_rebuild_an_unre
         subprocess.run([sys.executable, str(script), str(path), str(ROOT / "tests"), what],
                        env=env, check=True, timeout=900)  # fmt: skip
         out = np.load(path)
-        ref = out if i == 0 else np.load(tmp_path / "out0.npz")
         assert str(out["reason"]) == "None"
-        assert out["logp"] == ref["ref_logp"]
-        np.testing.assert_array_equal(out["grad"], ref["ref_grad"])
+        assert out["logp"] == ref_logp
+        np.testing.assert_array_equal(out["grad"], ref_grad)
         return out
 
-    cold = run(0, "ref")
+    cold = run(0, "cold")
     assert list(cold["hits"]) == [0, 0]
     small = [Path(p) for p in cold["small"]]
     assert len(small) == 4  # an index and a data file per wrapper
-    warm = run(1, "fit")
+    warm = run(1, "garbage")
     assert list(warm["hits"]) == [1, 1]
     # the crossed fit's wrappers: compiled by 0, loaded by 1, and the same draws
     assert str(cold["fit_build"]).endswith("compiled and stored in the disk cache"), cold["fit_build"]
@@ -247,9 +261,10 @@ def test_fresh_processes_load_what_they_stored_draw_the_same_and_rebuild_an_unre
     assert drawn and drawn == [k for k in warm.files if k.startswith("draw_")]
     for k in drawn:
         np.testing.assert_array_equal(cold[k], warm[k], err_msg=k)
-    for path in small:
-        path.write_bytes(b"not a cache entry")
-    again = run(2, "small")
-    assert list(again["hits"]) == [0, 0]  # the garbage was not loaded: compiled again ...
-    np.testing.assert_array_equal(again["expand"], cold["expand"])
+    # 1 then overwrote the small model's entries with garbage and built the model again
+    assert str(warm["again_reason"]) == "None"
+    assert list(warm["again_hits"]) == [0, 0]  # the garbage was not loaded: compiled again ...
+    assert warm["again_logp"] == ref_logp
+    np.testing.assert_array_equal(warm["again_grad"], ref_grad)
+    np.testing.assert_array_equal(warm["again_expand"], cold["expand"])
     assert all(path.read_bytes() != b"not a cache entry" for path in small)  # ... and stored again
