@@ -54,6 +54,12 @@ from the raw table 6.87 ms against evalica 0.4.2's 9.53 ms (evalica / ours media
 0.46-3.61) at the 1e-6 tier, 6.79 against 9.39 ms (1.42) at the tight tier; arena 27.1 against
 96.9 ms (3.26) and 27.5 against 90.9 ms (3.16).
 
+Again 2026-12-07 (``--quick``, 21 rounds, load 1.4), after read_battles counted repeated records from
+the codes it already holds and the similar-labels check skipped its Unicode walk for ASCII names:
+LLMFAO from the raw table 6.83 ms against evalica's 8.43 (evalica / ours median 1.27, range
+1.13-1.37) at the 1e-6 tier, 7.11 against 8.83 (1.24) at the tight tier; arena 26.9 against 79.5
+ms (2.95). The day before, with the duplicate check hashing every row: 9.27 against 9.55 (1.03).
+
 Measured 2026-11-30 on the shared 2-core machine, two runs (7 and 9 rounds) at load
 average 8-10, ratios = median over rounds of (their time / ours in the same round):
 
