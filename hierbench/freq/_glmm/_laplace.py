@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
 
-__all__ = ["LOG_SD_BOUNDS", "Laplace", "fd_gradient", "gradient_hessian"]
+__all__ = ["LOG_SD_BOUNDS", "Laplace", "chol_inverse", "fd_gradient", "gradient_hessian"]
 
 #: bounds of each log sd (as the crossed fit's)
 LOG_SD_BOUNDS = (math.log(1e-4), math.log(50.0))
@@ -145,7 +145,7 @@ class Laplace:
         _, d1, d2 = self.family.loglik(eta, extra)
         h = 1e-4
         d3 = (self.family.loglik(eta + h, extra)[2] - self.family.loglik(eta - h, extra)[2]) / (2 * h)
-        Hinv = linalg.cho_solve(m["chol"], np.eye(self.q), check_finite=False)
+        Hinv = chol_inverse(m["chol"])
         lev = _leverages(ZL, Hinv)
         s = -d3 * lev  # d log det H / d eta (through W)
         u = linalg.cho_solve(m["chol"], ZL.T @ s, check_finite=False)
@@ -174,8 +174,24 @@ class Laplace:
         m = self.mode(x)
         if m["chol"] is None or not self.q:
             return np.full(self.q, np.nan)
-        inv = linalg.cho_solve(m["chol"], np.eye(self.q), check_finite=False)
+        inv = chol_inverse(m["chol"])
         return m["lam"] * np.sqrt(np.clip(np.diag(inv), 0, None))
+
+
+def chol_inverse(cf: tuple[np.ndarray, bool]) -> np.ndarray:
+    """The inverse of a matrix from its ``cho_factor``, whole and symmetric.
+
+    LAPACK's ``potri`` (a third of the work of solving against the identity, the Laplace
+    gradient's largest cost with thousands of levels); either triangle of the factor.
+    """
+    c, lower = cf
+    if not c.size:  # no random effect: LAPACK refuses an empty matrix
+        return np.zeros_like(c)
+    inv, info = linalg.lapack.dpotri(c, lower=int(lower))
+    if info:
+        raise linalg.LinAlgError(f"the Cholesky factor is singular (potri info {info})")
+    tri = np.tril(inv) if lower else np.triu(inv)
+    return tri + (np.tril(tri, -1).T if lower else np.triu(tri, 1).T)
 
 
 def _penalised_information(ZL: sp.csr_matrix, w: np.ndarray, q: int) -> np.ndarray:

@@ -41,12 +41,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from scipy import linalg
 
 from ...data import ModelDesign
 from .._kernels import one_blas_thread
 from ._laplace import LOG_SD_BOUNDS
 from ._laplace import Laplace
+from ._laplace import chol_inverse
 from ._mixed import MixedMLResult
 from ._mixed import _bounds
 from ._mixed import _covariance
@@ -140,7 +140,7 @@ def _restricted_design(d: ModelDesign, x: np.ndarray, dispersion: float) -> Rest
     beta = m["v"][q:] * _FLAT_SD / rms
     V = np.full((x.size, x.size), np.nan)
     if m["chol"] is not None and p:
-        Hinv = linalg.cho_solve(m["chol"], np.eye(q + p), check_finite=False)[q:, q:]
+        Hinv = chol_inverse(m["chol"])[q:, q:]
         V[:p, :p] = Hinv * _FLAT_SD**2 / np.outer(rms, rms)
     keep = np.r_[np.arange(K), np.arange(K + int(p > 0), xr_.size)]
     V[p:, p:] = V_theta[np.ix_(keep, keep)]
