@@ -77,6 +77,7 @@ def test_a_battle_log_is_fitted_and_reported_as_in_python(arena, capsys):
         (["--battles", "--left", "model_a", "--right", "model_b"],
          "--winner column 'winner' in"),  # the default verdicts (left, right, tie): model_a is not one
         ([*FLAGS, "--ties", "none"], "--ties none needs data without ties"),
+        (["--battles", "--formula", "score ~ (1|agent)"], "--formula name(s) a run-log model"),
     ],
 )
 def test_flags_that_do_not_apply_are_refused_in_the_shells_words(arena, capsys, argv, said):
@@ -128,3 +129,8 @@ def test_summary_and_validate_count_the_battles_as_pandas_does(arena, capsys):
     assert (read["n_records_read"], read["battles"], read["agents"], read["prompts"]) == (60, 60, 4, 5)
     assert main(["summary", log, *FLAGS, "--score", "winner"]) == 2  # a run-log flag with --battles
     assert "which does not use --score winner" in capsys.readouterr().err
+    assert main(["summary", log, *FLAGS, "--no-person-fit"]) == 2  # and a run-log option of the command
+    assert "--battles: --no-person-fit apply to a run log" in capsys.readouterr().err
+    assert main(["report", "--data", log, *FLAGS, "--bootstrap-method", "percentile", "-o",
+                 str(arena / "never.html")]) == 2  # fmt: skip
+    assert "--bootstrap-method apply to a run log" in capsys.readouterr().err

@@ -1,9 +1,10 @@
-"""Battle logs from the command line: ``fit --battles`` and ``report --battles``.
+"""Battle logs from the command line: ``validate``, ``summary``, ``fit`` and ``report`` with ``--battles``.
 
 A battle log holds one row per judged comparison (LLMFAO's ``left, right, winner``, an
 arena's ``model_a, model_b, winner``); it is read by :func:`hierbench.data.read_battles`
 and fitted with the Bradley-Terry model. The run-log flags (``--agent``, ``--score``, ...)
-do not apply to it and are refused; ``--duplicates`` and ``--encoding`` do.
+do not apply to it and are refused (so are the run-log options of the commands: the agents'
+bootstrap method, the person-fit check); ``--duplicates`` and ``--encoding`` do.
 """
 
 from __future__ import annotations
@@ -110,6 +111,11 @@ def check_battle_flags(args: argparse.Namespace) -> None:
     if other:
         raise CliError(f"--battles fits the Bradley-Terry model; {', '.join(other)} name(s) a run-log model: "
                        "leave them out")  # fmt: skip
+    other = [f for f, given in (("--bootstrap-method", getattr(args, "bootstrap_method", None) is not None),
+                                ("--no-person-fit", getattr(args, "no_person_fit", False))) if given]  # fmt: skip
+    if other:
+        raise CliError(f"--battles: {', '.join(other)} apply to a run log (the agents' bootstrap over tasks, the "
+                       "person-fit check of run records); a battle log has neither: leave them out")  # fmt: skip
     runlog = {d: v for d, v in _given_reader_flags(vars(args)).items() if d not in _SHARED}
     if runlog:
         raise CliError(
@@ -149,7 +155,6 @@ def fitted_what(args: argparse.Namespace, ds) -> str:
         n = ds.sizes["comparison"]
         return f"{counted(ds.sizes['agent'], 'agent')}, {n:,} battle{'s' if n != 1 else ''}"
     return f"{counted(ds.sizes['agent'], 'agent')} x {counted(ds.sizes['task'], 'task')}"
-
 
 
 def read_one_battle_log(args: argparse.Namespace):
