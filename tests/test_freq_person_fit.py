@@ -106,7 +106,7 @@ def test_tau_bench_one_agent_is_refused_as_not_applicable(shared_data):
 def test_simulated_genuine_agents_are_flagged_at_the_nominal_rate():
     # 30 logs x 10 agents = 300 genuine agents, every slope its own (lognormal, sd 0.3).
     # Nominal: P(p < 0.05) <= 0.05; Monte Carlo tolerance 3 binomial sd at 300 (0.038).
-    # Seen: 0.057 (17 of 300) here; Holm flags none.
+    # Seen: 0.043 (13 of 300) here; Holm flags none.
     gen = np.random.default_rng(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # n_sim=199 cannot reach Holm's level: only the raw p is read
