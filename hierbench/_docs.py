@@ -57,7 +57,9 @@ small_n : {"nan", "clip"}
     excludes them from the mean, counts them in ``n_insufficient`` and
     emits :class:`InsufficientRunsWarning`; ``"clip"`` uses
     ``k_eff = min(k, n_runs)`` for them (the scorecard convention, which
-    mixes estimands across tasks).
+    mixes estimands across tasks: such rows are not pass^k at the k shown;
+    they are counted in ``n_clipped`` with the smallest ``k_eff_min`` and
+    warned of).
 prob : float
     Level of the interval ``ci``.
 cluster : str, None or "auto"

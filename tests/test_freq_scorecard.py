@@ -34,6 +34,7 @@ def _reference(runs, k):
             flaky.append(t)
     return {
         "tasks": len(stats),
+        "tasks_with_fewer_runs_than_k": sum(s["n"] < k for s in stats.values()),
         "pass_at_k": round(sum(scores) / len(scores), 4),
         "pass_hat_k": round(sum(hat) / len(hat), 4),
         "by_tag": {g: round(sum(by_tag[g]) / len(by_tag[g]), 4) for g in sorted(by_tag)},

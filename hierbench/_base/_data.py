@@ -168,7 +168,7 @@ def _partial_credit_error(score: xr.DataArray, name: str, purpose: str) -> Parti
         f"`{name}`: {purpose} needs binary scores (every score 0 or 1); {n} scores "
         f"are partial credit, e.g. ({', '.join(map(str, score.dims))}, score) {where}. "
         "Binarise them first (e.g. `ds['score'] = (ds.score >= 1).where(ds.score.notnull())`) or use "
-        "an estimator for continuous scores (bootstrap_ci, scorecard)."
+        "an estimator for continuous scores (bootstrap_ci)."
     )
 
 

@@ -414,7 +414,7 @@ def _binary_counts(data: xr.Dataset, name: str, model: str) -> xr.Dataset:
             f"`{name}`: {purpose} needs whole success counts (binary scores); {int(frac.sum())} "
             f"cells have fractional n_success (partial credit), e.g. (agent, task, n_success) "
             f"{cells}. Binarise the scores with a threshold before counting (e.g. score >= 1), "
-            "or use an estimator for continuous scores (bootstrap_ci, scorecard)."
+            "or use an estimator for continuous scores (bootstrap_ci)."
         )
     return counts(filled, binary=True, name=name, purpose=purpose)
 

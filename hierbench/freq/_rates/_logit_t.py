@@ -105,12 +105,18 @@ def flag_ladder(
     return flag, bound
 
 
-def warn_no_interval(name: str, flag: xr.DataArray, ci: xr.DataArray, n_tasks: xr.DataArray) -> None:
+def warn_no_interval(
+    name: str, flag: xr.DataArray, ci: xr.DataArray, n_tasks: xr.DataArray, n_short: xr.DataArray | None = None,
+) -> None:
     """One ``UndefinedWarning`` per call naming the cells whose interval is NaN for want of 2 tasks (or clusters).
 
     The cells ``flag_ladder`` marks ``FEW_UNITS_FLAGS`` and whose ``ci`` is NaN: an interval for a
     new draw of tasks (clusters) needs the spread of at least 2 of them. The repr's note alone
-    did not reach a reader of ``.ci`` or ``to_frame()`` (audit S finding 7).
+    did not reach a reader of ``.ci`` or ``to_frame()`` (audit S finding 7). ``n_short``
+    (pass@k / pass^k): the tasks per cell left out for ``0 < n_runs < k``; a cell short of 2
+    tasks that has such tasks lacks runs, not tasks, and the warning says so (no task, or 1, has
+    k runs: the remedy is more runs or a smaller k), without the advice to give more tasks
+    (audit K finding 6).
     """
     from ..._base import UndefinedWarning
     from ..._base import warn_user
@@ -122,19 +128,34 @@ def warn_no_interval(name: str, flag: xr.DataArray, ci: xr.DataArray, n_tasks: x
     if not hit.any():
         return
     n = n_tasks.broadcast_like(flag).transpose(*dims).values
+    short = (np.zeros(np.shape(n), int) if n_short is None
+             else n_short.broadcast_like(flag).transpose(*dims).values)  # fmt: skip
+    runs = hit & (why == "too few tasks") & (short > 0)  # tasks enough, runs too few
     said = []
     for ix in zip(*np.nonzero(hit), strict=True) if hit.ndim else [()]:
         at = [flag[d].values[i] if d in flag.coords else i for d, i in zip(dims, ix, strict=True)]
         label = ", ".join(str(v) if j == 0 else f"{d}={v}" for j, (d, v) in enumerate(zip(dims, at, strict=True)))
         k = int(n[ix])
         what = f"{k} task{'' if k == 1 else 's'}" if why[ix] == "too few tasks" else f"its {k} tasks in 1 cluster"
+        if runs[ix]:
+            what = f"{k} task{'' if k == 1 else 's'} with k runs, {int(short[ix])} with fewer"
         said.append(f"{label or 'the estimate'} ({what})")
     shown = ", ".join(said[:10]) + (f" and {len(said) - 10} more" if len(said) > 10 else "")
-    clustered = bool((why[hit] == "too few clusters").any())
-    advice = ("give tasks from 2 or more clusters, or cluster=None to take the tasks as independent draws "
-              "(which 1 cluster cannot show)") if clustered else "give 2 or more tasks"
-    warn_user(
-        f"{name}: the interval is NaN for {len(said)} of {hit.size} cells: {shown}. An interval for a new draw "
-        f"of tasks needs the spread of at least 2 tasks (2 clusters when the tasks are clustered): {advice}.",
-        UndefinedWarning,
-    )
+    text = f"{name}: the interval is NaN for {len(said)} of {hit.size} cells: {shown}."
+    if runs.any():
+        none = bool((n[runs] == 0).all())
+        text += (
+            f" {'In those cells' if runs.sum() == hit.sum() else f'In {int(runs.sum())} of them'} "
+            f"{'no task has' if none else 'fewer than 2 tasks have'} k runs (the tasks with fewer are counted "
+            "in `n_insufficient`): the remedy is more runs per task (at least k) or a smaller k, not more tasks."
+        )
+    rest = hit & ~runs
+    if rest.any():
+        clustered = bool((why[rest] == "too few clusters").any())
+        advice = ("give tasks from 2 or more clusters, or cluster=None to take the tasks as independent draws "
+                  "(which 1 cluster cannot show)") if clustered else "give 2 or more tasks"
+        text += (
+            f"{' In the other cells, an' if runs.any() else ' An'} interval for a new draw of tasks needs the "
+            f"spread of at least 2 tasks (2 clusters when the tasks are clustered): {advice}."
+        )
+    warn_user(text, UndefinedWarning)

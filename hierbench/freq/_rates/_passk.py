@@ -77,8 +77,21 @@ _K_TASKS_DIFFER = (
 )
 
 
+#: the repr's closing sentence when ``small_n="clip"`` cut k in some cells (``{cells}``: how many)
+_K_CLIPPED = (
+    "small_n='clip': {cells} hold tasks with fewer runs than k, taken at k_eff = min(k, n_runs) "
+    "(`n_clipped`, down to `k_eff_min`): those rows are not {quantity} at the k shown but a mix with "
+    "{quantity_eff}, another estimand"
+)
+
+
 class InsufficientRunsWarning(UndefinedWarning):
-    """A task has fewer runs than ``k``: its unbiased pass@k / pass^k is undefined (NaN)."""
+    """A task has fewer runs than ``k``: its unbiased pass@k / pass^k is undefined.
+
+    Under ``small_n="nan"`` the task is NaN and left out of the mean; under
+    ``small_n="clip"`` it enters at ``k_eff = min(k, n_runs)``, another estimand
+    (the warning then counts the cells whose k was cut).
+    """
 
 
 # ---------------------------------------------------------------------------
@@ -159,6 +172,16 @@ class PassKResult(Result):
         Tasks that entered ``estimate``.
     n_insufficient : xarray.DataArray
         Tasks excluded because ``0 < n_runs < k`` (only under ``small_n="nan"``).
+    n_clipped : xarray.DataArray
+        Tasks with ``0 < n_runs < k`` that entered the mean at ``k_eff =
+        min(k, n_runs)`` instead (only under ``small_n="clip"`` with the
+        unbiased estimator; 0 otherwise). A cell with ``n_clipped > 0`` is not
+        pass@k (pass^k) at its ``k`` but a mix with pass@k_eff: a task run once
+        contributes its pass@1. (The plug-in ``p^k`` takes any ``k`` and is
+        never clipped.)
+    k_eff_min : xarray.DataArray
+        The smallest ``k`` a task of the cell was computed at: ``k`` itself
+        where ``n_clipped`` is 0, else the fewest runs of a clipped task.
     n_not_run : xarray.DataArray
         Tasks excluded because the agent never ran them.
     ci_kind : xarray.DataArray
@@ -177,6 +200,8 @@ class PassKResult(Result):
     n_not_run: xr.DataArray
     ci_flag: xr.DataArray | None = None
     ci_kind: xr.DataArray | None = None
+    n_clipped: xr.DataArray | None = None
+    k_eff_min: xr.DataArray | None = None
 
     @property
     def mean(self) -> xr.DataArray:
@@ -214,17 +239,32 @@ class PassKResult(Result):
         nt = self.n_tasks
         if "k" in nt.dims and nt.sizes["k"] > 1 and bool((nt != nt.isel(k=0)).any()):
             lines.append(f"  {_K_TASKS_DIFFER}")
+        if self.n_clipped is not None and bool((self.n_clipped > 0).any()):
+            hit = int((self.n_clipped.broadcast_like(self.estimate) > 0).sum())
+            q = str(a.get("quantity", "pass@k"))
+            lines.append("  " + _K_CLIPPED.format(
+                cells=f"{hit} of {self.estimate.size} cells", quantity=q, quantity_eff=f"{q[:-1]}k_eff",
+            ))
         return lines
 
     def _cell_notes(self) -> xr.DataArray:
-        """``n tasks`` behind each cell, and its ``ci_flag`` where it has one."""
-        m = self.n_tasks.broadcast_like(self.estimate).astype(int)
-        flag = self.ci_flag.broadcast_like(self.estimate) if self.ci_flag is not None else None
-        text = [
-            f"{c} task{'s' if c != 1 else ''}" + (f"; {f}" if f else "")
-            for c, f in zip(m.values.ravel(), (flag.values.ravel() if flag is not None else [""] * m.size),
-                            strict=True)
-        ]  # fmt: skip
+        """``n tasks`` behind each cell, its ``ci_flag`` where it has one, and the tasks cut to ``k_eff`` or short of k."""
+        est = self.estimate
+
+        def flat(x: xr.DataArray | None) -> np.ndarray:
+            return np.zeros(est.size, int) if x is None else x.broadcast_like(est).transpose(*est.dims).values.ravel()
+
+        m = self.n_tasks.broadcast_like(est).transpose(*est.dims).astype(int)
+        flags = flat(self.ci_flag) if self.ci_flag is not None else [""] * m.size
+        short, clipped, k_min = flat(self.n_insufficient), flat(self.n_clipped), flat(self.k_eff_min)
+        text = []
+        for c, f, s, cl, ke in zip(m.values.ravel(), flags, short, clipped, k_min, strict=True):
+            note = f"{c} task{'s' if c != 1 else ''}" + (f"; {f}" if f else "")
+            if cl:
+                note += f"; {'all' if cl == c else cl} at k_eff = n_runs < k (min k_eff {int(ke)})"
+            elif s and c < 2:
+                note += f"; {s} with fewer than k runs"
+            text.append(note)
         return m.copy(data=np.array(text, dtype=object).reshape(m.shape))
 
 
@@ -391,8 +431,13 @@ def _pass(
     name = "pass_at_k" if kind == "at" else "pass_hat_k"
     per_task, short = _per_task_values(n, c, ks, kind, plugin, small_n)
     n_short = short.sum(task_dim) if small_n == "nan" else xr.zeros_like(short.sum(task_dim))
+    clipped = short & (small_n == "clip") & (not plugin)  # the plug-in p^k takes any k: nothing is cut
+    n_clipped = clipped.sum(task_dim)
+    k_eff_min = n.where(clipped).min(task_dim).fillna(clipped["k"]).astype(np.int64)
     if small_n == "nan" and bool(short.any()):
         _warn_short(short, ks, name)
+    if bool(clipped.any()):
+        _warn_clipped(clipped, n_clipped, k_eff_min, ks, name)
     n_not_run = (n == 0).sum(task_dim)
     defined = per_task.notnull()
     n_tasks = defined.sum(task_dim)
@@ -401,13 +446,15 @@ def _pass(
     se, lo, hi, flag, _ = mean_interval(per_task, mean, n_tasks, codes, prob, task_dim)
     ci, ci_kind = _ci(lo, hi, flag, prob, name, unit)
     if np.ndim(k) == 0:
-        per_task, mean, n_tasks, n_short, se, ci, flag, ci_kind = (
-            x.squeeze("k", drop=True) for x in (per_task, mean, n_tasks, n_short, se, ci, flag, ci_kind)
+        per_task, mean, n_tasks, n_short, se, ci, flag, ci_kind, n_clipped, k_eff_min = (
+            x.squeeze("k", drop=True)
+            for x in (per_task, mean, n_tasks, n_short, se, ci, flag, ci_kind, n_clipped, k_eff_min)
         )
-    warn_no_interval(name, flag, ci, n_tasks)
+    warn_no_interval(name, flag, ci, n_tasks, n_short)
     attrs = {
         "estimator": f"{name} ({'plug-in' if plugin else 'unbiased'})",
         "small_n": small_n,
+        "n_clipped_cells": int((n_clipped > 0).sum()),
         "quantity": "pass@k" if kind == "at" else "pass^k",
         "tasks": "population",
         "over": POPULATION_OVER if codes is None else POPULATION_OVER_CLUSTERS.format(unit=unit),
@@ -422,6 +469,8 @@ def _pass(
         n_not_run=n_not_run.rename("n_not_run"),
         ci_flag=flag,
         ci_kind=ci_kind,
+        n_clipped=n_clipped.rename("n_clipped"),
+        k_eff_min=k_eff_min.rename("k_eff_min"),
     )
 
 
@@ -436,7 +485,29 @@ def _warn_short(short: xr.DataArray, ks: list, name: str) -> None:
     warn_user(
         f"{int(short.sum())} (agent, task, k) cells have fewer runs than k (n_runs < k; {counted}); "
         f"their {name} is NaN and they are excluded from the mean (counted in `n_insufficient`){differ}. "
-        "Pass small_n='clip' for k_eff = min(k, n_runs).",
+        "To estimate it at this k, give those tasks at least k runs (or ask for a smaller k). "
+        "small_n='clip' would not: it takes each such task at k_eff = min(k, n_runs), which changes "
+        "the estimand (a task run once enters with its pass rate, not its pass@k / pass^k).",
+        InsufficientRunsWarning,
+    )
+
+
+def _warn_clipped(clipped: xr.DataArray, n_clipped: xr.DataArray, k_eff_min: xr.DataArray, ks: list,
+                  name: str) -> None:
+    """Warn that ``small_n="clip"`` cut k to n_runs: the cells counted, per ``k``, are another estimand."""
+    quantity = "pass@k" if name == "pass_at_k" else "pass^k"
+    per_k = clipped.sum([d for d in clipped.dims if d != "k"]).values.tolist()
+    low = k_eff_min.where(n_clipped > 0).min([d for d in n_clipped.dims if d != "k"]).values.tolist()
+    counted = ", ".join(
+        f"k={kk}: {int(c)} (down to k_eff={int(lo)})" for kk, c, lo in zip(ks, per_k, low, strict=True) if c
+    )
+    rows = int((n_clipped > 0).sum())
+    warn_user(
+        f"{name}: small_n='clip' cut k to the task's n_runs in {int(clipped.sum())} (agent, task, k) cells "
+        f"({counted}): those tasks enter at k_eff = min(k, n_runs), so the {rows} of {n_clipped.size} "
+        f"rows holding them (`n_clipped` > 0) are not {quantity} at the k shown but a mix with "
+        f"{quantity[:-1]}k_eff, another estimand (a task run once gives its pass rate). For {quantity} "
+        "itself keep small_n='nan' (the tasks with at least k runs), or give every task k runs.",
         InsufficientRunsWarning,
     )
 

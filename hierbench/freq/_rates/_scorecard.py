@@ -10,9 +10,12 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..._base import PartialCreditError
+from ..._base import partial_credit
 from ..._base import warn_user
 from .._kernels import _pass_kernel
 from ._intervals import EmptySampleWarning
+from ._passk import InsufficientRunsWarning
 
 __all__ = ["scorecard"]
 
@@ -21,6 +24,16 @@ def _records(runs: Any) -> list[Mapping]:
     if isinstance(runs, xr.Dataset):
         if "score" not in runs:
             raise ValueError(f"`runs` dataset must hold a `score` variable; got {list(runs.data_vars)}")
+        n_partial, where = partial_credit(runs["score"])
+        if n_partial:  # the rule of pass_at_k's counts: a run passes or fails, never half
+            raise PartialCreditError(
+                "`runs`: scorecard needs binary scores (every score 0 or 1) and reads an eval dataset as "
+                f"passed = (score == 1); {n_partial} scores are partial credit, e.g. "
+                f"({', '.join(map(str, runs['score'].dims))}, score) {where}, which it would count as "
+                "failures. Binarise them first with the threshold you mean (e.g. `ds['score'] = "
+                "(ds.score >= 1).where(ds.score.notnull())`), or use an estimator for continuous scores "
+                "(bootstrap_ci)."
+            )
         df = runs["score"].to_dataframe().reset_index().dropna(subset=["score"])
         out = pd.DataFrame({"task_id": df["task"].astype(str), "passed": df["score"] == 1})
         if "tag" in runs.coords:
@@ -62,6 +75,7 @@ def _card(rows: list[Mapping], k: int) -> dict:
     tag_arr = np.array([tag[t] for t in tasks], dtype=object)
     return {
         "tasks": len(tasks),
+        "tasks_with_fewer_runs_than_k": int((nn < k).sum()),
         "pass_at_k": mean(at),
         "pass_hat_k": mean(hat),
         "by_tag": {g: mean(at[tag_arr == g]) for g in tags},
@@ -82,31 +96,41 @@ def scorecard(runs: Any, k: int) -> dict:
 
     Note that ``k_eff`` mixes estimands (a task with 2 runs contributes its
     pass@2 to a "pass@5"); :func:`pass_at_k` makes such tasks NaN instead.
+    The card counts those tasks (``tasks_with_fewer_runs_than_k``) and an
+    :class:`hierbench.freq.InsufficientRunsWarning` says so whenever there are any.
 
     Parameters
     ----------
     runs : list of mappings, pandas.DataFrame or xarray.Dataset
         One record per run with ``task_id``, ``passed`` (bool) and ``tag``
         (optional), and ``agent`` when there are several agents. An eval
-        dataset is read as ``passed = score == 1`` with its ``tag`` coord.
+        dataset is read as ``passed = score == 1`` with its ``tag`` coord;
+        a score other than 0 or 1 (partial credit) is refused, as
+        :func:`pass_at_k` refuses it, rather than counted as a failure.
     k : int
         Attempts, ``k >= 1``.
 
     Returns
     -------
     dict
-        ``{"tasks", "pass_at_k", "pass_hat_k", "by_tag", "pass_hat_k_by_tag",
-        "flaky"}``; with several agents, ``{agent: scorecard}`` in sorted agent
+        ``{"tasks", "tasks_with_fewer_runs_than_k", "pass_at_k", "pass_hat_k",
+        "by_tag", "pass_hat_k_by_tag", "flaky"}``; with several agents, ``{agent: scorecard}`` in sorted agent
         order. With no runs the means are NaN (and an
         :class:`EmptySampleWarning` is emitted), never a silent 0.
+
+    Raises
+    ------
+    hierbench.PartialCreditError
+        When an eval dataset holds a score other than 0 or 1.
 
     Examples
     --------
     >>> runs = [{"task_id": "a", "tag": "x", "passed": True},
     ...         {"task_id": "a", "tag": "x", "passed": False},
+    ...         {"task_id": "b", "tag": "y", "passed": False},
     ...         {"task_id": "b", "tag": "y", "passed": False}]
     >>> scorecard(runs, 2)
-    {'tasks': 2, 'pass_at_k': 0.5, 'pass_hat_k': 0.0, 'by_tag': {'x': 1.0, 'y': 0.0}, 'pass_hat_k_by_tag': {'x': 0.0, 'y': 0.0}, 'flaky': ['a']}
+    {'tasks': 2, 'tasks_with_fewer_runs_than_k': 0, 'pass_at_k': 0.5, 'pass_hat_k': 0.0, 'by_tag': {'x': 1.0, 'y': 0.0}, 'pass_hat_k_by_tag': {'x': 0.0, 'y': 0.0}, 'flaky': ['a']}
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"`k` must be an integer >= 1; got k={k!r}")
@@ -127,5 +151,28 @@ def scorecard(runs: Any, k: int) -> dict:
         warn_user("scorecard: no runs; the means are NaN", EmptySampleWarning)
     agents = sorted({str(r["agent"]) for r in rows}) if rows and all(with_agent) else []
     if len(agents) > 1:
-        return {a: _card([r for r in rows if str(r["agent"]) == a], int(k)) for a in agents}
-    return _card(rows, int(k))
+        cards = {a: _card([r for r in rows if str(r["agent"]) == a], int(k)) for a in agents}
+    else:
+        cards = {None: _card(rows, int(k))}
+    _warn_fewer_runs(cards, int(k))
+    return cards if len(agents) > 1 else cards[None]
+
+
+def _warn_fewer_runs(cards: dict, k: int) -> None:
+    """Warn, once per call, of the tasks that ran fewer than ``k`` times: their k_eff is not k."""
+    short = {a: c for a, c in cards.items() if c["tasks_with_fewer_runs_than_k"]}
+    if not short:
+        return
+    said = [
+        (f"{a}: " if a is not None else "") + f"{c['tasks_with_fewer_runs_than_k']} of {c['tasks']} tasks"
+        for a, c in list(short.items())[:5]
+    ]
+    more = f" and {len(short) - 5} more agents" if len(short) > 5 else ""
+    warn_user(
+        f"scorecard: tasks ran fewer than k={k} times ({'; '.join(said)}{more}; counted in "
+        "'tasks_with_fewer_runs_than_k'). They enter at k_eff = min(k, n_runs), their own run count, so "
+        f"'pass_at_k' and 'pass_hat_k' mix pass@{k} / pass^{k} with pass@k_eff / pass^k_eff of those tasks "
+        f"(a task run once gives its pass rate): they are not pass@k / pass^k at k={k}. For those, use "
+        "freq.pass_at_k / freq.pass_hat_k (the tasks with at least k runs), or give every task k runs.",
+        InsufficientRunsWarning,
+    )
