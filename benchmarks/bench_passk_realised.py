@@ -4,7 +4,7 @@ Cohort: per agent, the tasks with at least 8 binarised runs (agents with at leas
 neither all nor no successes). Truth: the finite cohort's pass^k, the mean over those tasks of
 ``C(c, k) / C(n, k)`` over every recorded run. Each replicate keeps ``--runs`` runs per task, drawn
 without replacement, and fits the beta-binomial at its defaults (:func:`hierbench.bayes.fit_replicates`);
-:func:`hierbench.metrics.pass_hat_k` is read three ways (``realised=False``, the default;
+:func:`hierbench.metrics.pass_hat_k` is read three ways (``realised=False``, the default until 2026-12-07;
 ``realised=True``; ``population=True``) beside :func:`hierbench.freq.pass_hat_k`. Printed per ``k``:
 mean absolute error, bias (both in points, with the Monte Carlo SE over replicates), the coverage of
 the truth (binomial SE) and the mean width of the ``--prob`` intervals.
@@ -44,7 +44,7 @@ import xarray as xr
 from scipy.special import comb
 
 KS = (2, 3)
-METHODS = {"unbiased": None, "realised=False": {}, "realised=True": {"realised": True},
+METHODS = {"unbiased": None, "realised=False": {"realised": False}, "realised=True": {"realised": True},
            "population=True": {"population": True}}  # fmt: skip
 
 

@@ -172,7 +172,7 @@ def test_pass_k_warns_only_where_the_interaction_is_assumed_away(design, idle):
     # cell, unless the rule puts that effect inside the task effect (one agent)
     m, r = design
     rule = unidentified_components(np.full((m, T), r))
-    _, seen = _quiet(crossed_pass_k, _fit(m, r, agent_task="none", idle=idle), k=2)
+    _, seen = _quiet(crossed_pass_k, _fit(m, r, agent_task="none", idle=idle), k=2, min_runs=0)  # every task
     warned = any(issubclass(w.category, UndefinedWarning) and "agent_task='none'" in str(w.message) for w in seen)
     assert warned == (rule.get("agent:task", ("", None))[1] != "task")
     # no task effect (one agent, one run): k > 1 needs the tasks' spread, said with the rule's reason

@@ -142,12 +142,13 @@ def test_variance_components_say_the_task_spread_is_undefined(one_run_fit, scale
 def test_pass_k_beyond_one_warns_that_it_needs_the_task_spread(one_run_fit):
     one, said = _quiet(crossed_pass_k, one_run_fit, k=1)
     assert not said and np.isfinite(one.estimate.values).all()
-    for kwargs in ({}, {"population": True}, {"kind": "at"}):
+    for kwargs in ({"min_runs": 0}, {"population": True}, {"kind": "at", "min_runs": 0}):
         with pytest.warns(UnidentifiedWarning, match=r"no task effect \(one agent with one run per task, so nothing"):
             crossed_pass_k(one_run_fit, k=[1, 2], **kwargs)
-    # min_runs="k": no task was run twice, so k = 2 is NaN and rests on nothing
-    res, said = _quiet(crossed_pass_k, one_run_fit, k=[1, 2], min_runs="k")
-    assert not said and np.isnan(res.estimate.sel(k=2)).all()
+    # min_runs="k" (the default): no task was run twice, so k = 2 is NaN, rests on nothing and says so
+    res, said = _quiet(crossed_pass_k, one_run_fit, k=[1, 2], rng=0)
+    assert np.isnan(res.estimate.sel(k=2)).all() and np.isfinite(res.estimate.sel(k=1)).all()
+    assert len(said) == 1 and "at k=2: no task run at least min_runs times" in said[0], said
 
 
 @pytest.mark.slow  # SWE-bench's 500 tasks, one model: a default fit (about 5 s here) and a report

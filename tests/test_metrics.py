@@ -73,8 +73,9 @@ def hand_fit():
 
 def test_pass_hat_and_at_k_observed_tasks_exact(hand_fit):
     dt, mu, kappa, n, c = hand_fit
-    hat = pass_hat_k(dt, k=[1, 2, 3])
-    at = pass_at_k(dt, k=[1, 2, 3])
+    # the conditional expectations over every task each agent ran (the defaults are realised, min_runs="k")
+    hat = pass_hat_k(dt, k=[1, 2, 3], realised=False, min_runs=0)
+    at = pass_at_k(dt, k=[1, 2, 3], realised=False, min_runs=0)
     assert hat["draws"].dims == ("chain", "draw", "agent", "k")
     for m in range(2):
         ran = n[m] > 0  # agent a0 never ran t3: excluded, not counted as a failure
@@ -124,7 +125,7 @@ def test_realised_draws_follow_the_law_of_total_variance():
     dt = _bb_fit(mu, kappa, n, c)
     for at in (False, True):
         fn = pass_at_k if at else pass_hat_k
-        exp_ = fn(dt, k=[1, 3])
+        exp_ = fn(dt, k=[1, 3], realised=False)
         real = fn(dt, k=[1, 3], realised=True, rng=9)
         assert real.attrs["draws_of"] == "realised task average"
         xr.testing.assert_allclose(real["estimate"], exp_["estimate"])  # mean stays exact
@@ -154,7 +155,7 @@ def test_realised_draws_follow_the_law_of_total_variance():
                 assert abs(got_draws.mean() - float(exp_["estimate"].isel(agent=m).sel(k=k))) < 4 * se
     # the realised interval is wider than the conditional-expectation one
     w_real = pass_hat_k(dt, k=3, realised=True, rng=1)["ci"].diff("ci_bound")
-    w_exp = pass_hat_k(dt, k=3)["ci"].diff("ci_bound")
+    w_exp = pass_hat_k(dt, k=3, realised=False)["ci"].diff("ci_bound")
     assert (w_real > w_exp).all()
     with pytest.raises(
         ValueError, match=r"`realised=True` applies to the observed tasks \(population=False\)"
@@ -170,7 +171,7 @@ def test_pass_k_on_saved_fit(hand_fit, tmp_path):
     path = save_fit(dt, tmp_path / "fit.nc")
     back = load_fit(path)
     xr.testing.assert_allclose(
-        pass_hat_k(back, k=[1, 4])["draws"], pass_hat_k(dt, k=[1, 4])["draws"]
+        pass_hat_k(back, k=[1, 4], rng=0)["draws"], pass_hat_k(dt, k=[1, 4], rng=0)["draws"]
     )
 
 
@@ -226,7 +227,7 @@ def test_crossed_fit_dispatches_to_crossed_module(hand_fit, monkeypatch):
     calls = []
 
     def fake(fit, *, k, kind, population, prob, realised, rng, min_runs):
-        calls.append((tuple(k), kind, population, prob, realised, rng))
+        calls.append((tuple(k), kind, population, prob, realised, rng, min_runs))
         return types.SimpleNamespace(estimate=xr.DataArray(0.0))  # a result: its estimate gets the fingerprints
 
     # a stand-in module: this checks the dispatch, not the crossed maths
@@ -238,10 +239,10 @@ def test_crossed_fit_dispatches_to_crossed_module(hand_fit, monkeypatch):
     pass_at_k(dt, k=[1, 3], population=True, prob=0.8)
     pass_hat_k(dt, k=2)
     pass_hat_k(dt, k=1, realised=True, rng=7)  # realised draws are the crossed module's too
-    assert calls == [
-        ((1, 3), "at", True, 0.8, False, None),
-        ((2,), "hat", False, 0.95, False, None),
-        ((1,), "hat", False, 0.95, True, 7),
+    assert calls == [  # the defaults resolved per population: realised and min_runs="k" on these tasks only
+        ((1, 3), "at", True, 0.8, False, None, 0),
+        ((2,), "hat", False, 0.95, True, None, "k"),
+        ((1,), "hat", False, 0.95, True, 7, "k"),
     ]
 
 

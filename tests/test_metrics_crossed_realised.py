@@ -14,6 +14,7 @@ from scipy import integrate
 from scipy import stats
 from scipy.special import expit
 
+from hierbench._base import UndefinedMetricWarning
 from hierbench.bayes import ConvergenceWarning
 from hierbench.bayes import build_crossed
 from hierbench.bayes import fit
@@ -147,8 +148,9 @@ def test_node_draws_follow_the_law_of_total_variance(n_quad, sets, quad_rel):
     keep = np.isin(idx, sets)
     S = int(keep.sum())
     for (kind, k), f in FNS.items():
-        cond = crossed_pass_k(dt, k=k, kind=kind)["draws"].sel(k=k)
-        real = crossed_pass_k(dt, k=k, kind=kind, realised=True, rng=11)["draws"].sel(k=k)
+        # every task of the dataset (min_runs=0; the default "k" drops m0's never-run t2)
+        cond = crossed_pass_k(dt, k=k, kind=kind, realised=False, min_runs=0)["draws"].sel(k=k)
+        real = crossed_pass_k(dt, k=k, kind=kind, realised=True, rng=11, min_runs=0)["draws"].sel(k=k)
         assert real.attrs["draws_of"] == "realised task average"
         assert cond.attrs["draws_of"] == "conditional expectation given the draw"
         for m in range(len(AGENTS)):
@@ -192,7 +194,7 @@ def test_realised_is_reproducible_and_mean_stays_conditional():
     xr.testing.assert_identical(one.to_dataset(), two.to_dataset())
     other = crossed_pass_k(dt, k=[1, 2], realised=True, rng=4)
     assert not np.array_equal(one["draws"].values, other["draws"].values)
-    cond = crossed_pass_k(dt, k=[1, 2])
+    cond = crossed_pass_k(dt, k=[1, 2], realised=False)
     # `mean` is the average of the conditional expectations in both cases (no extra noise)
     xr.testing.assert_allclose(one["estimate"], cond["estimate"])
     assert one.attrs["draws_of"] == "realised task average"
@@ -207,8 +209,8 @@ def test_realised_is_reproducible_and_mean_stays_conditional():
 def test_fixed_p_fits_are_already_realised(agent_task):
     """p_mt is a function of the draw: realised=True changes nothing and uses no randomness."""
     dt, _ = _synthetic_fit(agent_task=agent_task, draws=200)
-    cond = crossed_pass_k(dt, k=1)
-    real = crossed_pass_k(dt, k=1, realised=True, rng=5)
+    cond = crossed_pass_k(dt, k=1, realised=False, min_runs=0)
+    real = crossed_pass_k(dt, k=1, rng=5, min_runs=0)  # realised: the default
     xr.testing.assert_identical(cond.to_dataset(), real.to_dataset())
     assert real.attrs["draws_of"] == "realised task average"
     # the value itself: mean over tasks of expit(mu + a + b (+ ab)), written out here
@@ -269,11 +271,11 @@ def test_mean_observed_is_the_reproducible_realised_average(small_fits):
     assert "realised task average" in mo.attrs["meaning"]
     # the hook with a given generator is the k = 1 realised average
     hook = _mean_observed_draws(f1, np.random.default_rng(2))
-    direct = crossed_pass_k(f1, k=1, realised=True, rng=2)["draws"].sel(k=1, drop=True)
+    direct = crossed_pass_k(f1, k=1, realised=True, rng=2, min_runs=0)["draws"].sel(k=1, drop=True)
     np.testing.assert_array_equal(hook.values, direct.values)
     # wider than the conditional-expectation (Rao-Blackwellised) version for every agent
     # (measured width ratio 1.12-1.22 on these data, well clear of interval noise at 600 draws)
-    cond = crossed_pass_k(f1, k=1, prob=0.9)
+    cond = crossed_pass_k(f1, k=1, prob=0.9, realised=False, min_runs=0)
     w_cond = cond["ci"].sel(k=1).diff("ci_bound").squeeze("ci_bound").values
     w_real = posterior_interval(mo, prob=0.9).diff("ci_bound").squeeze("ci_bound").values
     assert np.all(w_real > 1.05 * w_cond), w_real / w_cond
@@ -343,7 +345,7 @@ def test_min_runs_averages_only_the_tasks_each_agent_ran():
     dt, idx = _synthetic_fit(n_quad=31, draws=8)  # parameter set i % 4, exact per draw
     f = FNS[("hat", 1)]
     for min_runs, cells in ((1, {0: [0, 1], 1: [0, 1, 2]}), (6, {0: [1], 1: [2]})):
-        res = crossed_pass_k(dt, k=1, min_runs=min_runs)
+        res = crossed_pass_k(dt, k=1, min_runs=min_runs, realised=False)
         assert res.attrs["over"] == f"the tasks each agent ran at least {min_runs} times"
         assert res.n_tasks.sel(k=1).values.tolist() == [len(cells[0]), len(cells[1])]
         for m, tasks in cells.items():
@@ -365,7 +367,8 @@ def test_min_runs_rules():
     with pytest.raises(ValueError, match=r"`min_runs` selects observed tasks \(population=False\)"):
         crossed_pass_k(dt, min_runs=2, population=True)
     # an agent that ran no task that often gets NaN, not a silent zero
-    res = crossed_pass_k(dt, min_runs=41)
+    with pytest.warns(UndefinedMetricWarning, match=r"m0 at k=1, m1 at k=1: no task run at least min_runs times"):
+        res = crossed_pass_k(dt, min_runs=41)
     assert np.isnan(res["draws"].sel(k=1).isel(agent=0).values).all()
 
 

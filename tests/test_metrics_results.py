@@ -107,8 +107,8 @@ def test_side_by_side_pairs_only_pass_k_over_the_same_tasks():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         unbiased = freq.pass_hat_k(ds, 3)
-    bayes_all = pass_hat_k(fit, k=3)  # every task each agent ran
-    bayes_same = pass_hat_k(fit, k=3, min_runs="k")
+    bayes_all = pass_hat_k(fit, k=3, min_runs=0, rng=0)  # every task each agent ran
+    bayes_same = pass_hat_k(fit, k=3, rng=0)  # the default min_runs="k"
     # the task counts, counted on the data
     np.testing.assert_array_equal(bayes_all.n_tasks.sel(k=3).values, (cnt >= 1).sum(1))
     np.testing.assert_array_equal(bayes_same.n_tasks.sel(k=3).values, (cnt >= 3).sum(1))

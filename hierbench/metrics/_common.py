@@ -32,6 +32,7 @@ __all__ = [
     "get_draws",
     "mc_interval",
     "min_runs_per_k",
+    "observed_defaults",
     "observed_only",
     "pass_attrs",
     "pass_result",
@@ -426,3 +427,27 @@ def fingerprints(obj: xr.DataTree | xr.DataArray) -> dict[str, str]:
     ``hierbench.compare.side_by_side`` to tell results of other logs apart.
     """
     return {k: str(obj.attrs[k]) for k in (DATA_HASH, COUNTS_HASH) if obj.attrs.get(k)}
+
+
+def observed_defaults(
+    population: bool, realised: bool | None, min_runs: int | Literal["k"] | None
+) -> tuple[bool, int | Literal["k"]]:
+    """``realised`` and ``min_runs`` with ``None`` resolved to the default for the tasks asked about.
+
+    These tasks (``population=False``): ``realised=True`` (the interval of these
+    tasks' own pass^k) and ``min_runs="k"`` (each ``k`` over the tasks run at least
+    ``k`` times, as the unbiased estimator). A new task (``population=True``): neither
+    applies, so ``False`` and ``0``; a value given is kept (and refused there).
+
+    Examples
+    --------
+    >>> observed_defaults(False, None, None), observed_defaults(True, None, None)
+    ((True, 'k'), (False, 0))
+    """
+    if realised is None:
+        realised = not population
+    elif not isinstance(realised, (bool, np.bool_)):
+        raise TypeError(f"`realised` must be True, False or None (the default); got {realised!r}")
+    if min_runs is None:
+        min_runs = 0 if population else "k"
+    return bool(realised), min_runs

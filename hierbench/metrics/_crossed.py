@@ -398,6 +398,16 @@ def _observed_draws(
         expected[..., idx] = e
         draws[..., idx] = r if r is not None else e
         n_tasks[:, idx] = (mask.sum(1) if mask is not None else np.full(A, T))[:, None]
+    empty = n_tasks == 0
+    if empty.any():  # as the beta-binomial path: a NaN cell is said, not left silent
+        cells = [f"{parts['agent'][a]} at k={int(ks[i])}" for a, i in zip(*np.nonzero(empty), strict=True)]
+        shown = cells[:5] + ([f"and {len(cells) - 5} more"] if len(cells) > 5 else [])
+        warn_user(
+            f"{', '.join(shown)}: no task run at least min_runs times, so pass^k/pass@k over the observed tasks "
+            "observed tasks is undefined (NaN); min_runs=0 averages every task of the dataset instead, "
+            "the model extrapolating to k the tasks run fewer times",
+            UndefinedMetricWarning,
+        )
     return expected, draws, n_tasks
 
 
@@ -409,9 +419,9 @@ def crossed_pass_k(
     kind: Literal["hat", "at"] = "hat",
     population: bool = False,
     prob: float = DEFAULT_PROB,
-    realised: bool = False,
+    realised: bool | None = None,
     rng: None | int | np.random.Generator = None,
-    min_runs: int | Literal["k"] = 0,
+    min_runs: int | Literal["k"] | None = None,
 ) -> PosteriorPassKResult:
     """Posterior pass^k (``kind="hat"``) or pass@k (``kind="at"``) per agent, crossed model.
 
@@ -432,18 +442,28 @@ def crossed_pass_k(
         through its prior given the draw). True: a new task from the population.
     prob : float
         Probability mass of the equal-tailed interval.
-    realised : bool
-        Observed tasks only. True: each draw is the realised average
+    realised : bool, optional
+        Observed tasks only; default (None) True there, False for
+        ``population=True`` (where True is refused). True, **these tasks'
+        own** pass^k / pass@k: each draw is the realised average
         ``mean_t f(p_mt)``, one ``p_mt`` per cell drawn from its conditional
-        posterior given the draw (the node masses above), so the interval is
-        that of these tasks' own ``f(p_mt)``; False: the average of the
-        conditional expectations (narrower).
+        posterior given the draw (the node masses above). False, the
+        conditional expectation given the hyperparameters: the average of
+        ``E[f(p_mt) | data, draw]``, whose interval is narrower and that of a
+        model quantity no rerun measures (coverage of both: the docstring of
+        :mod:`hierbench.metrics._passk`). The estimate is the same either way.
     rng : None, int or numpy.random.Generator
-        Randomness for ``realised=True``.
-    min_runs : int or "k"
-        Observed tasks only: per agent, the tasks it ran at least ``min_runs``
-        times (0: every task of the dataset; ``"k"``: ``k`` runs, the cells of
-        the unbiased ``C(c, k) / C(n, k)``). An agent with no such task is NaN.
+        Randomness of the ``realised=True`` draws: a seed, a generator, or
+        ``None`` for fresh entropy, as every hierbench function takes it.
+        The estimate does not use it; with ``None`` the interval's ends move
+        between calls by Monte Carlo error; pass a seed to reproduce them.
+    min_runs : int or "k", optional
+        Observed tasks only: per agent, the tasks it ran at least
+        ``min_runs`` times. Default (None) ``"k"``: ``k`` runs, the cells of
+        the unbiased ``C(c, k) / C(n, k)``; ``n_tasks`` counts them and the
+        repr shows it where it differs across ``k``. ``0``: every task of the
+        dataset (a never-run cell through its prior given the draw). An agent
+        with no such task is NaN. ``population=True`` takes none.
 
     Returns
     -------
@@ -458,12 +478,15 @@ def crossed_pass_k(
     Examples
     --------
     %(crossed_fit_example)s
-    >>> crossed_pass_k(idata, k=1, realised=True, rng=1).attrs["draws_of"]  # doctest: +SKIP
+    >>> crossed_pass_k(idata, k=1, rng=1).attrs["draws_of"]  # doctest: +SKIP
     'realised task average'
     """
+    from ._common import observed_defaults
+
     ks = check_k(k)
     check_choice(kind, "kind", ["hat", "at"])
     prob = check_prob(prob)
+    realised, min_runs = observed_defaults(population, realised, min_runs)
     mins = min_runs_per_k(min_runs, ks)
     observed_only(population, realised, mins, kind == "at")
     parts = _parts(fit)
@@ -818,7 +841,7 @@ def _mean_observed_draws(fit: xr.DataTree, rng: None | int | np.random.Generator
     covers the mean of the true ``p_mt`` over these tasks, not only the
     mean of their conditional expectations.
     """
-    out = crossed_pass_k(fit, k=1, realised=True, rng=rng)["draws"].sel(k=1, drop=True)
+    out = crossed_pass_k(fit, k=1, realised=True, rng=rng, min_runs=0)["draws"].sel(k=1, drop=True)
     out.attrs = {
         "scale": "probability",
         "meaning": (

@@ -123,14 +123,20 @@ for _op in _BINARY:
         setattr(_DataArrayView, f"__r{_op}__", _r)
 
 
-def _lines_of(est: xr.DataArray, ci: xr.DataArray, head: str, limit: int = 8) -> list[str]:
+def _lines_of(
+    est: xr.DataArray, ci: xr.DataArray, head: str, limit: int = 8, notes: xr.DataArray | None = None
+) -> list[str]:
     """The ``head`` line, then up to ``limit`` finite cells ``label: estimate [lower, upper]``, the middle elided.
 
     The head is wrapped at the house repr width (``wrap_repr``), as the other results'
     sentences are. A NaN cell is not listed but counted in a last line (an agent against
     itself, NaN by definition on an ``(agent, opponent)`` result, is not counted).
+    ``notes`` (strings, broadcast to ``est``) adds ``  (note)`` after each cell's line.
     """
     lines = wrap_repr([head])
+    if notes is not None:
+        notes = notes.broadcast_like(est).transpose(*est.dims)
+        notes = notes.stack(_cell=est.dims) if est.ndim > 1 else notes.rename({est.dims[0]: "_cell"})
     flat = est.stack(_cell=est.dims) if est.ndim > 1 else est.rename({est.dims[0]: "_cell"})
     lo = ci.sel(ci_bound="lower", drop=True)
     hi = ci.sel(ci_bound="upper", drop=True)
@@ -144,7 +150,8 @@ def _lines_of(est: xr.DataArray, ci: xr.DataArray, head: str, limit: int = 8) ->
             lines.append(f"  ... ({n - limit} more)")
         lab = flat["_cell"].values[i]
         lab = ", ".join(map(str, lab)) if isinstance(lab, tuple) else str(lab)
-        lines.append(f"  {lab}: {float(flat[i]):.4g} [{float(flo[i]):.4g}, {float(fhi[i]):.4g}]")
+        note = f"  ({notes.values[i]})" if notes is not None and notes.values[i] else ""
+        lines.append(f"  {lab}: {float(flat[i]):.4g} [{float(flo[i]):.4g}, {float(fhi[i]):.4g}]{note}")
     self_pair = np.zeros(est.size, dtype=bool)
     if {"agent", "opponent"} <= set(est.dims):
         self_pair = (est["agent"] == est["opponent"]).broadcast_like(est).transpose(*est.dims).values.ravel()
@@ -210,14 +217,28 @@ class PosteriorPassKResult(_DatasetView, Result):
         return df
 
     def _repr_lines(self) -> list[str]:
+        """Head, cells and, where the tasks behind a value differ across ``k``, each cell's ``n tasks`` and why."""
         a = self.attrs
         what = f" for {a['interval_of']}" if a.get("interval_of") else ""
-        return _lines_of(
+        nt, notes = self.n_tasks, None
+        differ = "k" in nt.dims and nt.sizes["k"] > 1 and bool(((nt != nt.isel(k=0)) & nt.notnull()).any())
+        if differ:
+            m = nt.broadcast_like(self.estimate).transpose(*self.estimate.dims)
+            text = [f"{int(c)} task{'s' if c != 1 else ''}" if np.isfinite(c) else "" for c in m.values.ravel()]
+            notes = m.copy(data=np.array(text, dtype=object).reshape(m.shape))
+        lines = _lines_of(
             self.estimate,
             self.ci,
             f"{type(self).__name__}: posterior {a.get('quantity', '?')} over {a.get('over', '?')} "
             f"({a.get('model', '?')} model), mean with {interval_label(self.ci)} interval{what}",
+            notes=notes,
         )
+        if differ:
+            lines += wrap_repr([
+                "  n_tasks differs across k: each k averages only the tasks with at least k runs, so values "
+                "at different k rest on different task sets (min_runs=0: every task the agent ran)"
+            ])
+        return lines
 
 
 @dataclass(frozen=True, repr=False, eq=False)
