@@ -446,13 +446,8 @@ def person_fit(
     positive slope. Tasks no other agent ran are left out of the agent's fit; tasks every
     other agent solves or fails are kept, their logit finite by the add-half smoothing.
 
-    Checked on simulated logs whose agents differ in slope, ``eta = s_m (d_t + theta_m)`` with
-    ``log s_m`` normal (``benchmarks/bench_person_fit_null.py``, 400 logs a row, Monte Carlo
-    se 0.011): at least one sound agent flagged at Holm alpha 0.05 in 0.018, 0.040 and 0.035 of
-    logs for a log sd of 0.15, 0.3 and 0.5 (10 agents, 80 tasks, 2 runs), 0.007 at 200 tasks and
-    4 runs, 0.040 at SWE-bench's shape (25 agents, 500 tasks, 1 run; 150 logs), and 0.013 when
-    the agents share one slope: at or below alpha, conservative where the slopes barely differ.
-    A record redrawn at the agent's own mean is flagged (tests/test_freq_person_fit.py).
+    Sound agents whose log slopes differ by sd 0.15-0.5 are flagged at Holm 0.05 in 0.007-0.040 of
+    simulated logs (``benchmarks/bench_person_fit_null.py``); a scrambled record is flagged.
 
     Examples
     --------
