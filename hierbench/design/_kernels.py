@@ -111,27 +111,39 @@ def hoeffding_gamma(lam: np.ndarray, L: int) -> np.ndarray:
     return _one_label_log_mgf(lam, p).max(axis=-1)
 
 
-@lru_cache(maxsize=1024)
-def joint_family(M: int, L: int, t: int, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The data-independent tilt family ``(lam_j, kappa_j, gamma_j, log w_j)`` for the mixture interval.
+def pair_tilt_gamma(lam: np.ndarray, L: int, rho: float) -> np.ndarray:
+    """``max_h g_h(lam, 0)``: the tilt's cost with penalty ``kappa = 0`` and ``t = rho M`` audited tasks.
 
-    ``t > 0``: ``lam_max`` is the largest tilt for which a finite penalty
-    exists (``kappa_for_tilt``); the tilts are ``lam_max 2^{-(j + 1/2)/2}``
-    down to ``0.5 sqrt(log(2/alpha) / M)`` (below the optimum for any
-    disagreement count), with ``kappa_j = kappa(lam_j)``, ``gamma_j = 0`` and
-    weights proportional to ``1 / ((j/2 + 1)(j/2 + 2))`` (most weight on the
-    large tilts that pay off on nearly pure cohorts). ``t = 0``: ``X = 0``
-    always, so a single tilt minimising ``(log(2/alpha) + M gamma) / lam``
-    with ``gamma = max_h log E exp(lam (Y - p_h))``. Nothing here looks at
-    labels.
+    ``g_h = log a_h + rho (b_h / a_h - 1)`` as in ``kappa_for_tilt``, with
+    ``b_h = E exp(lam (A - p_h))`` (no disagreement penalty). The mean ``A``
+    of two distinct labels is the conditional expectation of either label
+    given the pair, so by Jensen ``b_h <= a_h`` for every ``h`` and ``lam``:
+    the result is at most ``hoeffding_gamma(lam, L)`` and non-increasing
+    in ``rho``.
     """
+    lam = np.asarray(lam, float)[..., None]
+    p, q0, q1, q2 = pair_law(L)
+    a = (1 - p) * np.exp(-lam * p) + p * np.exp(lam * (1 - p))
+    b = q0 * np.exp(-lam * p) + q1 * np.exp(lam * (0.5 - p)) + q2 * np.exp(lam * (1 - p))
+    return (np.log(a) + rho * (np.minimum(b / a, 1.0) - 1)).max(axis=-1)
+
+
+def _flat_tilt(M: int, L: int, t: int, alpha: float) -> tuple[float, float]:
+    """The one ``kappa = 0`` tilt ``(lam, gamma)`` minimising ``(log(2/alpha) + M gamma) / lam``.
+
+    ``t = 0``: ``gamma = hoeffding_gamma`` (the lattice Hoeffding bound);
+    ``t > 0``: ``gamma = pair_tilt_gamma`` (never larger). Its radius does
+    not depend on ``X`` and never exceeds the ``t = 0`` radius.
+    """
+    lam = np.exp(np.linspace(np.log(1e-4), np.log(50.0), 4001))
+    gam = hoeffding_gamma(lam, L) if t == 0 else pair_tilt_gamma(lam, L, t / M)
+    j = int(np.argmin((np.log(2.0 / alpha) + M * gam) / lam))
+    return float(lam[j]), float(gam[j])
+
+
+def _audit_tilts(M: int, L: int, t: int, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``gamma = 0`` tilts ``(lam_j, kappa_j, log w_j)`` that pay off on nearly pure cohorts (``t > 0``)."""
     logterm = np.log(2.0 / alpha)
-    if t == 0:
-        # X = 0 always: one tilt, chosen before the data to minimise (l + M gamma) / lam
-        lam = np.exp(np.linspace(np.log(1e-4), np.log(50.0), 4001))
-        gam = hoeffding_gamma(lam, L)
-        j = int(np.argmin((logterm + M * gam) / lam))
-        return lam[j : j + 1], np.zeros(1), gam[j : j + 1], np.zeros(1)
     rho = t / M
     # largest tilt with a finite kappa: kappa_for_tilt is finite on (0, lam_max)
     lo, hi = 0.0, 1.0
@@ -148,10 +160,68 @@ def joint_family(M: int, L: int, t: int, alpha: float) -> tuple[np.ndarray, np.n
     n = max(1, int(np.ceil(2 * np.log2(max(lam_max, lam_floor) / lam_floor))) + 1)
     j = np.arange(n)
     lam = lam_max * 2.0 ** (-(j + 0.5) / 2)
-    kap = kappa_for_tilt(lam, L, rho)
     w = 1.0 / ((j / 2 + 1) * (j / 2 + 2))
-    w = w / w.sum()
-    return lam, kap, np.zeros(n), np.log(w)
+    return lam, kappa_for_tilt(lam, L, rho), np.log(w / w.sum())
+
+
+# weights tried for the kappa = 0 tilt (the rest goes to the audit tilts): 1, 0 and dyadic steps between
+_FLAT_WEIGHTS = np.unique(np.r_[0.0, 1.0, 2.0 ** -np.arange(1, 11), 1 - 2.0 ** -np.arange(1, 11)])
+
+
+@lru_cache(maxsize=1024)
+def joint_family(M: int, L: int, t: int, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The data-independent tilt family ``(lam_j, kappa_j, gamma_j, log w_j)`` for the mixture interval.
+
+    Two kinds of tilt. The *flat* tilt (``_flat_tilt``): ``kappa = 0``, one
+    ``lam`` minimising ``(log(2/alpha) + M gamma) / lam``, with ``gamma`` the
+    lattice Hoeffding bound ``max_h log a_h`` at ``t = 0`` and
+    ``max_h g_h(lam, 0)`` for ``t > 0`` (``pair_tilt_gamma``). It stays
+    valid when tasks are audited: the mean ``A`` of two distinct labels is
+    the conditional expectation of one label given the pair, so
+    ``b_h = E exp(lam (A - p_h)) <= a_h`` (Jensen), hence
+    ``g_h(lam, 0) <= log a_h``: its radius is free of ``X`` and never above
+    the ``t = 0`` radius. The *audit* tilts (``t > 0``, ``_audit_tilts``):
+    ``lam_max`` is the largest tilt for which a finite penalty exists
+    (``kappa_for_tilt``); the tilts are ``lam_max 2^{-(j + 1/2)/2}`` down to
+    ``0.5 sqrt(log(2/alpha) / M)``, with ``kappa_j = kappa(lam_j)``,
+    ``gamma_j = 0`` and weights proportional to ``1 / ((j/2 + 1)(j/2 + 2))``.
+    They pay off on nearly pure cohorts (small ``X``) once ``t`` is large
+    enough, and cost more than the flat tilt when ``t`` is small.
+
+    The flat tilt gets weight ``w0`` and the audit tilts share ``1 - w0``;
+    ``w0`` is chosen from ``_FLAT_WEIGHTS`` (0, 1 and dyadic steps) from
+    ``(M, L, t, alpha)`` alone, never from labels, so the mixture is a fixed
+    mixture of e-values: among the weights whose radius at ``X = 0`` is not
+    above the flat tilt's alone, the one minimising the worst ratio, over
+    ``X = 0..t``, of its radius to the smaller of the two pure radii
+    (``w0 = 1`` and ``w0 = 0``). ``w0 = 1`` always qualifies, so the radius
+    at ``X = 0`` is never above the ``t = 0`` radius; when the audit tilts
+    cannot beat the flat one (a few audited tasks) ``w0 = 1`` and the
+    radius is at most the ``t = 0`` radius for every ``X``.
+    """
+    lam0, gam0 = _flat_tilt(M, L, t, alpha)
+    flat = (np.array([lam0]), np.zeros(1), np.array([gam0]), np.zeros(1))
+    if t == 0:
+        return flat
+    lam, kap, logw = _audit_tilts(M, L, t, alpha)
+    logterm = float(np.log(2.0 / alpha))
+    X = np.arange(t + 1, dtype=float)
+    lam_all, kap_all, gam_all = np.r_[lam0, lam], np.r_[0.0, kap], np.r_[gam0, np.zeros(lam.size)]
+    radii = []
+    for w0 in _FLAT_WEIGHTS:
+        with np.errstate(divide="ignore"):
+            lw = np.r_[np.log(w0), np.log1p(-w0) + logw]
+        radii.append(_solve_mixture_radius(lam_all, kap_all, gam_all, lw, X, M, logterm))
+    radii = np.array(radii)  # (weights, X); _FLAT_WEIGHTS[0] = 0, [-1] = 1
+    best = np.minimum(radii[0], radii[-1])
+    regret = (radii / best).max(axis=1)
+    ok = radii[:, 0] <= radii[-1, 0] * (1 + 1e-12)
+    k = int(np.argmin(np.where(ok, regret, np.inf)))
+    w0 = _FLAT_WEIGHTS[k]
+    keep = np.r_[w0 > 0, np.full(lam.size, w0 < 1)]
+    with np.errstate(divide="ignore"):
+        lw = np.r_[np.log(w0), np.log1p(-w0) + logw]
+    return lam_all[keep], kap_all[keep], gam_all[keep], lw[keep]
 
 
 def _solve_mixture_radius(lam, kap, gam, logw, X: np.ndarray, M: int, logterm: float) -> np.ndarray:

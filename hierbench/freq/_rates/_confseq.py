@@ -36,7 +36,15 @@ does not cover that case directly (Waudby-Smith and Ramdas give a
 without-replacement variant). In simulation the sequence stayed
 conservative there: over 150 random orders of a grouped 200-task benchmark
 (4 agents), the whole 90% path missed the benchmark's mean in 2.8% of the
-600 paths (tests/test_freq_confseq.py).
+600 paths (tests/test_freq_confseq.py). The i.i.d. sets ignore that the
+population is finite, so they never close at the census: with
+``shuffle=True`` the last step, which has seen every task, returns the mean
+itself (known exactly there), and a mean that the running sets had excluded
+earlier is warned as a miss on the path (Kimi K2 Instruct on SWE-bench
+bash-only, order seed 53: the 90% set before the last task was
+[0.328, 0.411], its 500-task mean 0.438). The without-replacement betting
+sequence of Waudby-Smith and Ramdas (2020), which narrows towards the
+census by itself, is not implemented.
 """
 
 from __future__ import annotations
@@ -354,6 +362,38 @@ def _warn_outside(est: np.ndarray, b: np.ndarray, z: xr.DataArray, label: str, p
     )
 
 
+def _census_point(mean: np.ndarray, bounds: xr.DataArray, z: xr.DataArray, prob: float) -> None:
+    """``shuffle=True``: the last step has seen every task, so its set is the mean itself (in place).
+
+    The order was drawn over the tasks of ``x`` (``y``), so the target is their mean, known at the
+    census. Where the running sets had excluded it earlier, the sequence missed on its path (a
+    time-uniform miss, probability at most ``1 - prob`` over random orders): warned, with the step.
+    """
+    vals = bounds.values  # (..., task, 2), a view
+    path = vals[..., :-1, :]
+    m = mean[..., None]
+    out = (path[..., 0] > m + 1e-12) | (path[..., 1] < m - 1e-12) | np.isnan(path[..., 0])
+    vals[..., -1, 0] = mean
+    vals[..., -1, 1] = mean
+    bounds.attrs["ci_detail"] += ("; shuffle=True: after the last task every task of the input is in, so the "
+                                  "set there is its mean, the target itself")  # fmt: skip
+    missed = out.any(axis=-1)
+    if not missed.any():
+        return
+    first = np.argmax(out, axis=-1)
+    named = [f"{who + ': ' if who else ''}mean {mean[t]:.4g} first outside after task {first[t] + 1} of {vals.shape[-2]}"
+             for who, t in entry_names(z.isel({z.dims[-1]: 0}, drop=True), missed)[:5]]  # fmt: skip
+    more = f"; and {int(missed.sum()) - len(named)} more" if missed.sum() > len(named) else ""
+    warn_user(
+        f"the sequence missed on its path for {int(missed.sum())} of {missed.size} stream(s) "
+        f"({'; '.join(named)}{more}): its running set excluded the mean of all the tasks (known "
+        "exactly once every task is in, and given as the final set). In a uniformly random order "
+        f"such a miss has probability at most {1 - prob:.3g}; the earlier bounds of that stream are "
+        "not to be trusted",
+        HierbenchWarning,
+    )
+
+
 @renamed_kwargs(dim="task_dim")
 @fill_doc
 def confidence_sequence(
@@ -409,7 +449,9 @@ def confidence_sequence(
         Take the tasks in a uniformly random order drawn with ``rng`` (one
         permutation for all streams, ``x`` and ``y``), recorded in ``order``.
         False (default): the data's order, for values that arrive in a
-        random order already or are monitored as they come.
+        random order already or are monitored as they come. With True the
+        last set is the mean of all the tasks (the target, then known), and
+        a running set that had excluded it is warned (``HierbenchWarning``).
     %(rng)s
         Only with ``shuffle=True``.
 
@@ -438,10 +480,8 @@ def confidence_sequence(
     """
     prob = check_prob(prob)
     _check_settings(breaks, theta, trunc_scale, combine)
-    values, z = _stream(x, y, task_dim)
-    values, z, order = _order(values, z, task_dim, shuffle, rng)
-    arr = z.values.reshape(-1, z.sizes[task_dim])
-    b = _bounds(arr, int(breaks), 1 - prob, float(theta), float(trunc_scale), combine)
+    values, z, order = _order(*_stream(x, y, task_dim), task_dim, shuffle, rng)
+    b = _bounds(z.values.reshape(-1, z.sizes[task_dim]), int(breaks), 1 - prob, float(theta), float(trunc_scale), combine)
     if running_intersection:
         _intersect(b)
     if y is not None:
@@ -452,8 +492,8 @@ def confidence_sequence(
     bounds.attrs["task_order"] = ("a uniformly random permutation drawn by shuffle=True (the result's `order`)"
                                   if shuffle else "as given: the order of `x` (the guarantee assumes it is random)")
     est = (values.astype(float).cumsum(task_dim) / n).transpose(*z.dims)
-    if not shuffle:
-        _warn_outside(est.isel({task_dim: -1}).values, b, z, interval_label(bounds), prob)
+    final = est.isel({task_dim: -1}).values
+    _census_point(final, bounds, z, prob) if shuffle else _warn_outside(final, b, z, interval_label(bounds), prob)
     return ConfidenceSequenceResult(ci=bounds, estimate=est, n=n, dim=task_dim, order=order, shuffled=bool(shuffle),
                                     **_pair_names(x, y))  # fmt: skip
 
