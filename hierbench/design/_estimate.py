@@ -190,7 +190,8 @@ def _adaptive_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, n
         y = np.zeros(T)
         y[tab[:, 0].astype(int)] = tab[:, 5]
         fixed = classical(y, np.zeros(T), tab[:, 0].astype(int), np.zeros(T, np.intp), np.ones(T), False)
-    return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed, exact=exact and work is None)
+    return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed, exact=exact and work is None,
+                     guard=work is None)
 
 
 @fill_doc
@@ -329,8 +330,12 @@ def _branch(spec: _Spec, design: str, exact: bool = False) -> tuple[str, str]:
         est = (f"classical difference estimator with fixed predictions ({spec.working}): their mean plus the "
                "design-weighted mean of the drawn residuals")
     fpc = "finite-population correction" if design != "poisson" else "Poisson design variance"
+    guard = ("; guarded where it degenerates: where the drawn rates do not vary, the distribution-free bracket "
+             "(exact hypergeometric bounds on the tasks with any success and with any failure, as the rates lie in "
+             "[0, 1]), and where at most one drawn task is off 0 (off 1) that end widened to the bracket's"
+             if none and design in ("srs", "adaptive") else "")
     return "classical", (f"{est}, unbiased whatever the predictions; its exact design variance estimate ({fpc}), "
-                         f"Student t (central limit theorem, approximate: no finite-sample guarantee){clip}")
+                         f"Student t (central limit theorem, approximate: no finite-sample guarantee){clip}{guard}")
 
 
 def _plan_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, plan: SubsetPlan,
@@ -367,7 +372,8 @@ def _plan_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, plan:
                               plan.inclusion.values, poisson)
         elif work is None:
             raise HierbenchError("a PPS plan needs a working model (`working`): with none, use design='srs'")
-    return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed, exact=exact)
+    return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed, exact=exact,
+                     guard=work is None and plan.design == "srs")
 
 
 def assisted_mean(

@@ -16,7 +16,8 @@ selection:
     hypergeometric interval for the mean over all tasks (what a user
     computes without a model); with repeated runs, the mean of the tasks'
     success rates with a Student t interval and the finite-population
-    correction;
+    correction, guarded where it degenerates (as :func:`assisted_mean`'s:
+    a distribution-free bracket where the chosen rates do not vary);
 ``"cluster"``, ``"information"``
     the two anchor sets of :func:`anchors` (one per size), IRT-scored;
 ``"adaptive"``
@@ -91,6 +92,7 @@ from ._assisted import _FixedWorking
 from ._assisted import bounded
 from ._assisted import classical
 from ._assisted import des_raj
+from ._assisted import guarded_bounds
 from ._assisted import misfit_test
 from ._assisted import model_score
 from ._assisted import srs_exact
@@ -396,8 +398,8 @@ class _Fold:
                 if ctx.runs == 1:  # binary per task: exact hypergeometric interval (design U)
                     k = round(float(v.sum()))
                     lo, hi = (float(b[0]) for b in uniform_bounds(np.array([k]), ctx.T, n, ctx.prob))
-                else:
-                    lo, hi = _t_fpc(v, ctx.T, ctx.prob)
+                else:  # rates: the t interval, guarded where it degenerates (as assisted_mean's)
+                    lo, hi, _ = guarded_bounds(v, ctx.T, ctx.prob, *_t_fpc(v, ctx.T, ctx.prob))
                 self.put(j, kk, rep, (float(v.mean()), lo, hi))
 
     def agent_logs(self) -> xr.DataArray:
@@ -478,6 +480,8 @@ class _Fold:
                           misfit_level=None, rng=self.gen)
             model = (float(r.estimate), *map(float, r.ci.values))
         est, lo, hi = bounded(tab, T, est, se, df, ctx.prob)
+        if bank is None and fixed is None:  # no model, rates: guarded as assisted_adaptive's plain mean
+            lo, hi, _ = guarded_bounds(tab[:, 5], T, ctx.prob, lo, hi)
         z, p = misfit_test(tab)
         return est, lo, hi, model[1], model[2], model[0], z, p
 
@@ -629,7 +633,10 @@ def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
         "exact hypergeometric interval for the mean over all tasks (design U of hierbench.design)"
         if ctx.runs == 1
         else "Student t interval of the tasks' mean success rate with the finite-population correction "
-        "(zero width when every chosen task has the same rate)"
+        "(approximate), guarded where it degenerates: where every chosen task has the same rate, the "
+        "distribution-free bracket (exact hypergeometric bounds on the tasks with any success and with any "
+        "failure, valid for every population), and where at most one chosen task is off 0 (off 1) that end "
+        "widened to the bracket's"
     )
     ds.attrs = {
         "ci_prob": ctx.prob,
@@ -747,6 +754,11 @@ def loo_summary(
         MAE minus the plain mean's at the same ``n`` (negative: better than
         the baseline), Student t over the agents as ``half_gap``; and
         ``baseline_ratio``, the ratio of the two MAEs over the same agents.
+        ``attrs["verdict"]``: one sentence naming the selections whose
+        ``baseline_gap_ci`` lies above 0 (worse than the baseline, with their
+        ``baseline_ratio``) and those whose ``coverage_ci`` lies below the
+        study's level, and saying when the baseline's own interval is the
+        approximate t one (repeated runs); it shows in the Dataset's repr.
 
     Examples
     --------
@@ -776,8 +788,59 @@ def loo_summary(
         "n_repeat": int(study.sizes.get("repeat", 1)),
         "units": "score (a fraction of tasks; x 100 for points)",
     }
+    out.attrs["verdict"] = _verdict(out, study)
     _warn_fewer(out["n_agents"], study)
     return out
+
+
+def _cells(mask: xr.DataArray, fig: xr.DataArray, name: str) -> str:
+    """``sel (n = 10, 25: name 1.09, 1.31)`` for each selection with a flagged size in ``mask`` (selection, n_tasks)."""
+    parts = []
+    for s in mask["selection"].values:
+        m = mask.sel(selection=s).values.astype(bool)
+        if m.any():
+            ns = mask["n_tasks"].values[m]
+            vals = fig.sel(selection=s).values[m]
+            parts.append(f"{s} (n = {', '.join(str(int(n)) for n in ns)}: {name} "
+                         f"{', '.join(f'{v:.3g}' for v in vals)})")
+    return "; ".join(parts)
+
+
+def _verdict(out: xr.Dataset, study: xr.Dataset) -> str:
+    """:func:`loo_summary`'s sentence: the selections that lose to the baseline or under-cover, beyond Monte Carlo error.
+
+    A loss: ``baseline_gap_ci`` entirely above 0 (MAE above the plain random mean's; its
+    ``baseline_ratio`` named). Under-coverage: ``coverage_ci`` entirely below the study's level.
+    Where the baseline's own interval is the approximate t one (repeated runs), that is said.
+    """
+    level = float(study.attrs.get("ci_prob", np.nan))
+    said = []
+    flagged = xr.zeros_like(out["mae"], dtype=bool)
+    if "baseline_gap_ci" in out:
+        worse = out["baseline_gap_ci"].sel(ci_bound="lower", drop=True) > 0
+        flagged = flagged | worse
+        text = _cells(worse, out["baseline_ratio"], "MAE ratio")
+        said.append(f"worse than the plain random mean (baseline_gap_ci above 0): {text}" if text
+                    else "no selection's error is above the plain random mean's beyond the Monte Carlo error")
+        within = _cells((out["baseline_ratio"] > 1) & ~worse, out["baseline_ratio"], "MAE ratio")
+        if within:
+            said.append(f"MAE above the plain random mean's but within the Monte Carlo error: {within}")
+    if np.isfinite(level):
+        under = out["coverage_ci"].sel(ci_bound="upper", drop=True) < level
+        flagged = flagged | under
+        text = _cells(under, out["coverage"], "coverage")
+        said.append(f"covering below the study's {100 * level:.4g}% level (coverage_ci below it): {text}" if text
+                    else f"no selection's coverage is below the study's {100 * level:.4g}% level beyond the Monte "
+                    "Carlo error")
+    if "random_mean" in out["selection"].values and "ci_kind" in study:
+        kinds = set(np.asarray(study["ci_kind"].sel(selection="random_mean").values).astype(str).tolist())
+        if kinds - {"exact"}:
+            said.append("the baseline's own interval is approximate (repeated runs: a Student t interval with the "
+                        "finite-population correction, guarded where it degenerates), so its coverage is not "
+                        "guaranteed and a coverage compared with it is compared with an approximation")
+    names = [str(x) for x in out["selection"].values if bool(flagged.sel(selection=x).any())]
+    head = f"loo_summary flags {', '.join(names)}" if names else "loo_summary flags no selection"
+    return f"{head}: " + "; ".join(said) + "." if said else ""
 
 
 def _summary(study: xr.Dataset, err: xr.DataArray, cov: xr.DataArray, prob: float) -> xr.Dataset:
