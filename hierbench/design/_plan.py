@@ -247,9 +247,9 @@ def plan_joint(
 
     When to prefer it: J's interval was narrower than design U's
     (:func:`plan_uniform`) only on a nearly pure cohort (synthetic, 90%
-    of tasks all-pass or all-fail: 0.61-0.69 of U's mean width); on the
+    of tasks all-pass or all-fail: 0.66-0.78 of U's mean width); on the
     11 real banks of notebook 05 (tau-bench airline and 10 METR agents,
-    12-83 tasks) it was 1.05-3.5 times wider at every budget, though its
+    12-83 tasks) it was 1.16-3.5 times wider at every budget, though its
     point estimate had the lower error on 9 of the 10 banks where it is
     defined. Both intervals hold their level whatever the cohort. Adding
     audited tasks never widens J's interval when they show no disagreement,
