@@ -24,6 +24,11 @@ SHARED: dict[str, str] = {
     "rng": """rng : None, int or numpy.random.Generator
     The randomness: a seed, a generator, or ``None`` for fresh entropy (the
     same seed gives the same result).""",
+    "passk_rng": """rng : None, int or numpy.random.Generator
+    Randomness of the ``realised=True`` draws: a seed, a generator, or
+    ``None`` for fresh entropy, as every hierbench function takes it.
+    The estimate does not use it; with ``None`` the interval's ends move
+    between calls by Monte Carlo error; pass a seed to reproduce them.""",
     "prob": """prob : float
     Level of the interval(s): the probability mass inside, 0 < prob < 1.""",
     "n_resamples": """n_resamples : int

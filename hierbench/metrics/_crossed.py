@@ -404,7 +404,7 @@ def _observed_draws(
         shown = cells[:5] + ([f"and {len(cells) - 5} more"] if len(cells) > 5 else [])
         warn_user(
             f"{', '.join(shown)}: no task run at least min_runs times, so pass^k/pass@k over the observed tasks "
-            "observed tasks is undefined (NaN); min_runs=0 averages every task of the dataset instead, "
+            "is undefined (NaN); min_runs=0 averages every task of the dataset instead, "
             "the model extrapolating to k the tasks run fewer times",
             UndefinedMetricWarning,
         )
@@ -452,11 +452,7 @@ def crossed_pass_k(
         ``E[f(p_mt) | data, draw]``, whose interval is narrower and that of a
         model quantity no rerun measures (coverage of both: the docstring of
         :mod:`hierbench.metrics._passk`). The estimate is the same either way.
-    rng : None, int or numpy.random.Generator
-        Randomness of the ``realised=True`` draws: a seed, a generator, or
-        ``None`` for fresh entropy, as every hierbench function takes it.
-        The estimate does not use it; with ``None`` the interval's ends move
-        between calls by Monte Carlo error; pass a seed to reproduce them.
+    %(passk_rng)s
     min_runs : int or "k", optional
         Observed tasks only: per agent, the tasks it ran at least
         ``min_runs`` times. Default (None) ``"k"``: ``k`` runs, the cells of

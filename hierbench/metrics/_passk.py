@@ -45,6 +45,7 @@ from .._base import UnidentifiedWarning
 from .._base import as_rng
 from .._base import check_prob
 from .._base import warn_user
+from .._docs import fill_doc
 from ._common import UndefinedMetricWarning
 from ._common import check_k
 from ._common import fingerprints
@@ -240,6 +241,7 @@ def _pass(
     return res
 
 
+@fill_doc
 def pass_hat_k(
     fit: xr.DataTree,
     k: int | Sequence[int] | None = None,
@@ -285,11 +287,7 @@ def pass_hat_k(
         that of a model quantity no rerun measures (on METR 0.008 wide
         against 0.037 for an agent's pass^1). The estimate is the same
         either way. Coverage of both: the module's docstring.
-    rng : None, int or numpy.random.Generator
-        Randomness of the ``realised=True`` draws: a seed, a generator, or
-        ``None`` for fresh entropy, as every hierbench function takes it.
-        The estimate does not use it; with ``None`` the interval's ends move
-        between calls by Monte Carlo error; pass a seed to reproduce them.
+    %(passk_rng)s
     min_runs : int or "k", optional
         Observed tasks only: per agent, the tasks it ran at least
         ``min_runs`` times. Default (None) ``"k"``: each ``k`` over the tasks

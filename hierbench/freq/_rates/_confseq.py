@@ -341,18 +341,23 @@ def _order(values: xr.DataArray, z: xr.DataArray, task_dim: str, shuffle, rng) -
     return values, z, order
 
 
+def _streams(z: xr.DataArray, mask: np.ndarray, what) -> str:
+    """The first five streams where ``mask`` holds, each named and described by ``what(index)``, and a count of the rest."""
+    named = [f"{who + ': ' if who else ''}{what(t)}" for who, t in entry_names(z.isel({z.dims[-1]: 0}, drop=True), mask)[:5]]
+    more = f"; and {int(mask.sum()) - len(named)} more" if mask.sum() > len(named) else ""
+    return "; ".join(named) + more
+
+
 def _warn_outside(est: np.ndarray, b: np.ndarray, z: xr.DataArray, label: str, prob: float) -> None:
     """:class:`TaskOrderWarning` where a stream's final running mean lies outside its final set (data order)."""
     lo, hi = b[..., -1, 0], b[..., -1, 1]
     out = (est < lo - 1e-12) | (est > hi + 1e-12)  # NaN bounds (an empty set) are warned apart
     if not out.any():
         return
-    named = [f"{who + ': ' if who else ''}{est[t]:.4g} outside [{lo[t]:.4g}, {hi[t]:.4g}]"
-             for who, t in entry_names(z.isel({z.dims[-1]: 0}, drop=True), out)[:5]]  # fmt: skip
-    more = f"; and {int(out.sum()) - len(named)} more" if out.sum() > len(named) else ""
+    named = _streams(z, out, lambda t: f"{est[t]:.4g} outside [{lo[t]:.4g}, {hi[t]:.4g}]")
     warn_user(
         f"the final running mean lies outside the final {label} set for {int(out.sum())} of {out.size} "
-        f"stream(s) ({'; '.join(named)}{more}). The sequence's guarantee assumes the tasks come in a "
+        f"stream(s) ({named}). The sequence's guarantee assumes the tasks come in a "
         "uniformly random order; in the data's order (e.g. tasks grouped by repository, as benchmark "
         "files often are) the mean drifts and the guarantee does not hold, and this is its usual sign "
         "(with `x` the whole benchmark that mean is the target itself, which a random order misses "
@@ -381,12 +386,10 @@ def _census_point(mean: np.ndarray, bounds: xr.DataArray, z: xr.DataArray, prob:
     if not missed.any():
         return
     first = np.argmax(out, axis=-1)
-    named = [f"{who + ': ' if who else ''}mean {mean[t]:.4g} first outside after task {first[t] + 1} of {vals.shape[-2]}"
-             for who, t in entry_names(z.isel({z.dims[-1]: 0}, drop=True), missed)[:5]]  # fmt: skip
-    more = f"; and {int(missed.sum()) - len(named)} more" if missed.sum() > len(named) else ""
+    named = _streams(z, missed, lambda t: f"mean {mean[t]:.4g} first outside after task {first[t] + 1} of {vals.shape[-2]}")
     warn_user(
         f"the sequence missed on its path for {int(missed.sum())} of {missed.size} stream(s) "
-        f"({'; '.join(named)}{more}): its running set excluded the mean of all the tasks (known "
+        f"({named}): its running set excluded the mean of all the tasks (known "
         "exactly once every task is in, and given as the final set). In a uniformly random order "
         f"such a miss has probability at most {1 - prob:.3g}; the earlier bounds of that stream are "
         "not to be trusted",
