@@ -450,8 +450,8 @@ def crossed_pass_k(
         posterior given the draw (the node masses above). False, the
         conditional expectation given the hyperparameters: the average of
         ``E[f(p_mt) | data, draw]``, whose interval is narrower and that of a
-        model quantity no rerun measures (coverage of both: the docstring of
-        :mod:`hierbench.metrics._passk`). The estimate is the same either way.
+        model quantity no rerun measures (coverage of both: :func:`hierbench.metrics.pass_hat_k`).
+        The estimate is the same either way.
     %(passk_rng)s
     min_runs : int or "k", optional
         Observed tasks only: per agent, the tasks it ran at least
