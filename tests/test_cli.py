@@ -766,7 +766,8 @@ def test_demo_on_a_one_agent_log_says_what_it_cannot_compute(capsys, tmp_path, s
         assert f"## {i}. {title}" in out
     assert "Traceback" not in out + cap.err and "sys.exit" not in cap.err
     plan = out.split("How many more tasks or runs to buy?")[1]
-    assert "(not applicable: the log holds one agent, gpt-4o:" in plan  # not an error: what does not apply
+    # one agent: the plan is for its own interval by tasks and runs (audit D, F4; it said "not applicable")
+    assert "One agent (gpt-4o): no pair to compare, so the plan is for its own mean score" in " ".join(plan.split())
     assert "resampling tasks (no" in out and "task bootstrap (BCa)" in out
     # the model line names the terms the builder kept (one agent: no agent x task term, no clusters)
     sections = out.split("## 5.")[0].split("## 3.")[1]

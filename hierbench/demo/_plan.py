@@ -16,7 +16,6 @@ import pandas as pd
 from .._base import counted
 from ._context import DemoContext
 from ._context import _n_runs
-from ._context import _one_agent
 
 
 def _plan_section(ctx: DemoContext) -> str:
@@ -25,8 +24,10 @@ def _plan_section(ctx: DemoContext) -> str:
     from ..freq import optimal_runs
     from ..freq import tasks_for_power
 
-    if (one := _one_agent(ctx, "the plan is for comparing two agents on the same tasks")) is not None:
-        return one  # before the components, whose agent part is then undefined
+    if int(ctx.data.sizes.get("agent", 0)) == 1:  # no pair: the agent's own interval by tasks and runs
+        from ._plan_one import one_agent_plan
+
+        return one_agent_plan(ctx)
     parts, s_e, s_mt, source = _fit_components(ctx) if "fit" in ctx.extra else _gstudy_components(ctx)
     mt = "agent x task" in parts  # with one run per cell the run-to-run part holds it
     clipped = _clipped_note(parts, source)
