@@ -20,6 +20,7 @@ import pandas as pd
 from .._base import counted
 from ._context import PROB
 from ._context import DemoContext
+from ._context import _n_runs
 
 
 def one_agent_plan(ctx: DemoContext) -> str:
@@ -33,7 +34,7 @@ def one_agent_plan(ctx: DemoContext) -> str:
         g = variance_components(ctx.data)
     est = {str(c): float(v) for c, v in zip(g.estimate["component"].values, g.estimate.values, strict=True)}
     s_t, s_e = est.get("task", np.nan), est.get("residual", np.nan)
-    n = np.isfinite(ctx.data["score"].values).sum(-1).ravel()
+    n = _n_runs(ctx).values.ravel()
     T, R = int((n > 0).sum()), max(int(np.median(n[n > 0])), 1) if (n > 0).any() else 0
     if T < 2 or not np.isfinite(s_t) or not np.isfinite(s_e):
         return textwrap.fill(f"(not applicable: {counted(T, 'task')} run, or no task / run-to-run variance "

@@ -49,6 +49,7 @@ from .._numerics import node_terms
 from .._numerics import population_nodes
 from ._common import check_k
 from ._common import min_runs_per_k
+from ._common import observed_defaults
 from ._common import observed_only
 from ._common import pass_attrs
 from ._common import pass_result
@@ -477,8 +478,6 @@ def crossed_pass_k(
     >>> crossed_pass_k(idata, k=1, rng=1).attrs["draws_of"]  # doctest: +SKIP
     'realised task average'
     """
-    from ._common import observed_defaults
-
     ks = check_k(k)
     check_choice(kind, "kind", ["hat", "at"])
     prob = check_prob(prob)

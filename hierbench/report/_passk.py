@@ -396,11 +396,11 @@ def _all_pass_text(ctx: _Context) -> str:
     """
     if ctx.fit is None or ctx.fit.attrs.get("hierbench_model") != "beta_binomial" or ctx.data is None:
         return ""
-    score = ctx.data["score"].transpose("agent", "task", "run").values
-    n = np.isfinite(score).sum(-1)
-    passed = np.nansum(score, -1)
-    cells = n >= 2
-    share = float(((passed == n) & cells).sum() / max(int(cells.sum()), 1))
+    from ..data import to_counts
+
+    c = to_counts(ctx.data)
+    cells = c["n_runs"] >= 2
+    share = float(((c["n_success"] == c["n_runs"]) & cells).sum() / max(int(cells.sum()), 1))
     if share < 0.1:
         return ""
     return (f" Here {share:.0%} of the agent x task cells with two or more runs passed every run. The "
@@ -459,8 +459,6 @@ def cluster_design_effect_k1(data: xr.Dataset) -> tuple[float, int, str] | None:
     median ratio over the agents where both are positive, the number of clusters and their name;
     None without clusters (or with every task its own).
     """
-    import numpy as np
-
     from .._base import cluster_codes
     from .._base import cluster_label
     from ..data import to_counts
