@@ -10,17 +10,15 @@ bootstrap method, the person-fit check); ``--duplicates`` and ``--encoding`` do.
 from __future__ import annotations
 
 import argparse
+import functools
 import warnings
-from pathlib import Path
 
 from .._console import warning_lines
 from ._common import CliError
 from ._reading import _flags_text
 from ._reading import _given_reader_flags
+from ._reading import _one_or_inspect_logs
 
-#: the battle flags and their defaults; any of them given without --battles is refused
-BATTLE_DEFAULTS = {"left": "left", "right": "right", "winner": "winner", "verdict": None, "prompt": None,
-                   "judge": None, "ties": "davidson", "home": False}  # fmt: skip
 #: run-log reader flags read_battles also takes
 _SHARED = ("duplicates", "encoding")
 
@@ -92,10 +90,18 @@ def _verdicts(items: list[str] | None) -> dict[str, float] | None:
     return out
 
 
+@functools.cache
+def _battle_defaults() -> dict:
+    """Every battle flag's dest and its default (``--battles`` aside), from the group that defines them."""
+    p = argparse.ArgumentParser(add_help=False)
+    add_battle_flags(p, model=True)
+    return {d: v for d, v in vars(p.parse_args([])).items() if d != "battles"}
+
+
 def given_battle_flags(args: argparse.Namespace) -> dict:
     """The battle flags given (dest -> value), those that differ from their defaults."""
     opts = vars(args)
-    return {d: opts[d] for d, default in BATTLE_DEFAULTS.items() if d in opts and opts[d] != default}
+    return {d: opts[d] for d, default in _battle_defaults().items() if d in opts and opts[d] != default}
 
 
 def check_battle_flags(args: argparse.Namespace) -> None:
@@ -128,8 +134,7 @@ def read_battle_log(path: str, args: argparse.Namespace):
     """The battle log ``path`` read with the command's flags; (dataset, its warnings as text)."""
     from ..data import read_battles
 
-    if not Path(path).exists():
-        raise CliError(f"no such file or folder: {path!r}")
+    _one_or_inspect_logs([path])  # the readers' one check that LOG exists
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ds = read_battles(path, left=args.left, right=args.right, winner=args.winner,
