@@ -45,6 +45,7 @@ from ._data import counts_fingerprint
 from ._data import data_hash
 from ._data import is_binary
 from ._data import partial_credit
+from ._data import partial_credit_error
 from ._deprecations import moved_names
 from ._deprecations import renamed_kwargs
 from ._identification import AGENT_TASK_IN_TASK as AGENT_TASK_IN_TASK
@@ -130,6 +131,7 @@ __all__ = [
     "make_interval",
     "moved_names",
     "partial_credit",
+    "partial_credit_error",
     "renamed_kwargs",
     "settle_trend",
     "warn_user",

@@ -102,7 +102,7 @@ def counts(
         )
     binary_data = is_binary(vals)
     if binary and not binary_data:
-        raise _partial_credit_error(score, name, purpose)
+        raise partial_credit_error(score, name, purpose)
     ran = score.notnull()
     out = xr.Dataset(
         {"n_runs": ran.sum(dim).astype(np.int64), "n_success": score.fillna(0.0).sum(dim)}
@@ -161,12 +161,15 @@ def partial_credit(score: xr.DataArray, first: int = 5) -> tuple[int, list[tuple
     return int(partial.sum()), where
 
 
-def _partial_credit_error(score: xr.DataArray, name: str, purpose: str) -> PartialCreditError:
-    """The error naming the first partial-credit scores (:func:`partial_credit`'s count and cells)."""
+def partial_credit_error(score: xr.DataArray, name: str, purpose: str, why: str = "") -> PartialCreditError:
+    """The error naming the first partial-credit scores (:func:`partial_credit`'s count and cells).
+
+    ``why``: words after the cells, e.g. what the function would otherwise have done with them.
+    """
     n, where = partial_credit(score)
     return PartialCreditError(
         f"`{name}`: {purpose} needs binary scores (every score 0 or 1); {n} scores "
-        f"are partial credit, e.g. ({', '.join(map(str, score.dims))}, score) {where}. "
+        f"are partial credit, e.g. ({', '.join(map(str, score.dims))}, score) {where}{why}. "
         "Binarise them first (e.g. `ds['score'] = (ds.score >= 1).where(ds.score.notnull())`) or use "
         "an estimator for continuous scores (bootstrap_ci)."
     )

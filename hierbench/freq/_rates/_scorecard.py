@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..._base import PartialCreditError
 from ..._base import partial_credit
+from ..._base import partial_credit_error
 from ..._base import warn_user
 from .._kernels import _pass_kernel
 from ._intervals import EmptySampleWarning
@@ -24,16 +24,9 @@ def _records(runs: Any) -> list[Mapping]:
     if isinstance(runs, xr.Dataset):
         if "score" not in runs:
             raise ValueError(f"`runs` dataset must hold a `score` variable; got {list(runs.data_vars)}")
-        n_partial, where = partial_credit(runs["score"])
-        if n_partial:  # the rule of pass_at_k's counts: a run passes or fails, never half
-            raise PartialCreditError(
-                "`runs`: scorecard needs binary scores (every score 0 or 1) and reads an eval dataset as "
-                f"passed = (score == 1); {n_partial} scores are partial credit, e.g. "
-                f"({', '.join(map(str, runs['score'].dims))}, score) {where}, which it would count as "
-                "failures. Binarise them first with the threshold you mean (e.g. `ds['score'] = "
-                "(ds.score >= 1).where(ds.score.notnull())`), or use an estimator for continuous scores "
-                "(bootstrap_ci)."
-            )
+        if partial_credit(runs["score"])[0]:  # the rule of pass_at_k's counts: a run passes or fails, never half
+            # it reads an eval dataset as passed = (score == 1)
+            raise partial_credit_error(runs["score"], "runs", "scorecard", why=", which it would count as failures")
         df = runs["score"].to_dataframe().reset_index().dropna(subset=["score"])
         out = pd.DataFrame({"task_id": df["task"].astype(str), "passed": df["score"] == 1})
         if "tag" in runs.coords:
