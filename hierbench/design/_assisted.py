@@ -306,6 +306,15 @@ def bracket_bounds(v: np.ndarray, T: int, prob: float) -> tuple[float, float]:
     return (S + (T - E) - (n - e)) / T, (S + D - d) / T
 
 
+#: what the guard of :func:`guarded_bounds` does, in an interval's ``ci_detail`` (the plain mean's and the baseline's)
+GUARD_DETAIL = (
+    "guarded where it degenerates: where the drawn rates do not vary, the distribution-free bracket (exact "
+    "hypergeometric bounds on the tasks with any success and with any failure, as the rates lie in [0, 1]: "
+    "valid for every population), and where at most one drawn task is off 0 (off 1) that end widened to the "
+    "bracket's"
+)
+
+
 def guarded_bounds(v: np.ndarray, T: int, prob: float, lo: float, hi: float) -> tuple[float, float, str]:
     """The plain mean's ``t`` interval ``[lo, hi]`` of the values ``v`` in [0, 1], guarded where it degenerates.
 

@@ -30,6 +30,7 @@ from .._base import counts
 from .._docs import fill_doc
 from .._parallel import map_seeded
 from ..freq import IRTBank
+from ._assisted import GUARD_DETAIL
 from ._assisted import AssistedResult
 from ._assisted import _AgentOut
 from ._assisted import _BankWorking
@@ -330,10 +331,7 @@ def _branch(spec: _Spec, design: str, exact: bool = False) -> tuple[str, str]:
         est = (f"classical difference estimator with fixed predictions ({spec.working}): their mean plus the "
                "design-weighted mean of the drawn residuals")
     fpc = "finite-population correction" if design != "poisson" else "Poisson design variance"
-    guard = ("; guarded where it degenerates: where the drawn rates do not vary, the distribution-free bracket "
-             "(exact hypergeometric bounds on the tasks with any success and with any failure, as the rates lie in "
-             "[0, 1]), and where at most one drawn task is off 0 (off 1) that end widened to the bracket's"
-             if none and design in ("srs", "adaptive") else "")
+    guard = f"; {GUARD_DETAIL}" if none and design in ("srs", "adaptive") else ""
     return "classical", (f"{est}, unbiased whatever the predictions; its exact design variance estimate ({fpc}), "
                          f"Student t (central limit theorem, approximate: no finite-sample guarantee){clip}{guard}")
 

@@ -88,6 +88,7 @@ from ..freq import irt_score
 from ._adaptive import ModelMisfitWarning
 from ._adaptive import adaptive
 from ._anchors import anchors
+from ._assisted import GUARD_DETAIL
 from ._assisted import _FixedWorking
 from ._assisted import bounded
 from ._assisted import classical
@@ -633,10 +634,7 @@ def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
         "exact hypergeometric interval for the mean over all tasks (design U of hierbench.design)"
         if ctx.runs == 1
         else "Student t interval of the tasks' mean success rate with the finite-population correction "
-        "(approximate), guarded where it degenerates: where every chosen task has the same rate, the "
-        "distribution-free bracket (exact hypergeometric bounds on the tasks with any success and with any "
-        "failure, valid for every population), and where at most one chosen task is off 0 (off 1) that end "
-        "widened to the bracket's"
+        f"(approximate), {GUARD_DETAIL}"
     )
     ds.attrs = {
         "ci_prob": ctx.prob,
