@@ -615,12 +615,15 @@ def test_no_model_binary_coverage_for_a_weak_agent():
 def test_a_degenerate_interval_is_warned_and_a_census_is_not():
     from hierbench._base import ZeroWidthIntervalWarning
 
+    # PPS draws have no distribution-free bracket: predictions of exactly 0 for an agent that fails
+    # every drawn task make every Des Raj term 0, and the point interval is warned
     T = 40
     tasks = [f"t{i}" for i in range(T)]
     y = xr.DataArray(np.zeros((1, T)), dims=("agent", "task"), coords={"agent": ["a"], "task": tasks})
-    strat = plan_subset(tasks, 8, design="stratified", strata=np.arange(T) % 2, rng=0)
+    pps = plan_subset(tasks, 8, design="pps", size=np.arange(1, T + 1), rng=0)
+    zero = xr.DataArray(np.zeros(T), dims="task", coords={"task": tasks})
     with pytest.warns(ZeroWidthIntervalWarning, match="drawn tasks' terms did not vary"):
-        assisted_mean(strat, y, prob=0.9)
+        assert assisted_mean(pps, y, zero, prob=0.9).ci.values.tolist() == [[0.0, 0.0]]
     import warnings
 
     with warnings.catch_warnings():

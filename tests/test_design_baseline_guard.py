@@ -20,7 +20,7 @@ from hierbench.design import assisted_adaptive
 from hierbench.design import assisted_mean
 from hierbench.design import loo_study
 from hierbench.design import plan_subset
-from hierbench.design._assisted import bracket_bounds
+from hierbench.design._bracket import bracket_bounds
 
 
 def _h_hi(s: int, n: int, T: int, prob: float) -> int:

@@ -97,6 +97,7 @@ from ..freq import holm
 from ..freq import irt_score
 from ..freq import log_score_moments as _logscore  # owned by freq's prequential person fit
 from ..freq import prequential_z as prequential_z  # for ._adaptive
+from ._bracket import guarded_bounds
 from ._plan import uniform_bounds
 from ._posterior import _Posterior
 
@@ -281,67 +282,6 @@ def t_bounds(est: float, se: float, df: int, prob: float, lo: float, hi: float) 
     return min(max(est - half, lo), hi), max(min(est + half, hi), lo)
 
 
-def bracket_bounds(v: np.ndarray, T: int, prob: float) -> tuple[float, float]:
-    """Distribution-free interval for the mean of ``T`` values in [0, 1] from ``n`` of them drawn uniformly.
-
-    Since ``0 <= y_t <= 1``, the tasks not drawn add at most the number of tasks with ``y_t > 0``
-    among them, and at least the number with ``y_t = 1``. The ``d`` drawn tasks with a non-zero
-    value (the ``e`` with a value below one) bound the population's count of such tasks by the
-    exact hypergeometric inversion (design U's ``uniform_bounds``, each tail ``(1 - prob) / 2``):
-    ``upper = (sum v + D_hi - d) / T``, ``lower = (sum v + (T - E_hi) - (n - e)) / T``. Each end
-    fails with probability at most ``(1 - prob) / 2`` for every population, so the interval covers
-    at least ``prob``; with 0/1 values it is the exact hypergeometric interval itself.
-
-    Examples
-    --------
-    >>> [round(b, 4) for b in bracket_bounds(np.zeros(10), 76, 0.9)]  # at most 18 of 76 tasks with a success
-    [0.0, 0.2368]
-    """
-    v = np.asarray(v, float)
-    n, S = v.size, float(v.sum())
-    d, e = int((v > 0).sum()), int((v < 1).sum())
-    _, d_hi = uniform_bounds(np.array([d]), T, n, prob)
-    _, e_hi = uniform_bounds(np.array([e]), T, n, prob)
-    D, E = round(float(d_hi[0]) * T), round(float(e_hi[0]) * T)
-    return (S + (T - E) - (n - e)) / T, (S + D - d) / T
-
-
-#: what the guard of :func:`guarded_bounds` does, in an interval's ``ci_detail`` (the plain mean's and the baseline's)
-GUARD_DETAIL = (
-    "guarded where it degenerates: where the drawn rates do not vary, the distribution-free bracket (exact "
-    "hypergeometric bounds on the tasks with any success and with any failure, as the rates lie in [0, 1]: "
-    "valid for every population), and where at most one drawn task is off 0 (off 1) that end widened to the "
-    "bracket's"
-)
-
-
-def guarded_bounds(v: np.ndarray, T: int, prob: float, lo: float, hi: float) -> tuple[float, float, str]:
-    """The plain mean's ``t`` interval ``[lo, hi]`` of the values ``v`` in [0, 1], guarded where it degenerates.
-
-    Where the drawn values do not vary, the interval is :func:`bracket_bounds`' (``"bracket"``):
-    the ``t`` interval was a point (METR, gpt-3.5-turbo-instruct, 10 of 76 tasks all 0 in 133 of
-    200 plans: ``0 [0, 0]``, coverage 0.34 at 90%). Where at most one drawn task is off 0 (off 1),
-    the upper (lower) end is the wider of the ``t``'s and the bracket's (``"guarded"``): one
-    value's square is the whole sample variance, and the ``t`` end missed (the same agent, 40
-    tasks: coverage 0.77 with the point case fixed alone, 1.00 guarded). Seeded simulation on
-    METR's 9 x 75 complete part, 2000 subsets per agent and size, 90%: coverage averaged over
-    the agents 0.830 / 0.874 / 0.877 at 10 / 20 / 40 tasks before, 0.907 / 0.916 / 0.913 after
-    (Monte Carlo se 0.002), mean width +8% / +5% / +2%. A census (``v.size >= T``) is returned as given.
-    """
-    v = np.asarray(v, float)
-    if v.size >= T:
-        return lo, hi, ""
-    blo, bhi = bracket_bounds(v, T, prob)
-    if np.ptp(v) == 0:
-        return blo, bhi, "bracket"
-    how = ""
-    if (v > 0).sum() <= 1 and bhi > hi:
-        hi, how = bhi, "guarded"
-    if (v < 1).sum() <= 1 and blo < lo:
-        lo, how = blo, "guarded"
-    return lo, hi, how
-
-
 def bounded(tab: np.ndarray, T: int, est: float, se: float, df: int, prob: float) -> tuple[float, float, float]:
     """The estimate clipped to the range the tasks run allow, and the ``t`` interval inside that range.
 
@@ -381,13 +321,16 @@ class AssistedResult(Result):
     size, prediction, outcome, runs and term. ``working``: the working
     model and why; ``design``: how the tasks were drawn; ``estimator``:
     the branch taken (``"Des Raj"``, ``"classical"`` or ``"plain mean"``,
-    the last with the exact hypergeometric interval). Without a model,
-    uniform draws and repeated runs (rates, not 0/1), the plain mean's t
-    interval is guarded where it degenerates (``guard`` per agent): where the
-    drawn rates did not vary it is a distribution-free bracket valid for
-    every population (``"bracket"``, its ``ci_kinds`` ``"conservative"``;
-    ``ci.attrs["ci_kind"]`` is ``"mixed"`` when agents differ), and where at
-    most one drawn task was off 0 (off 1) that end is widened to the
+    the last with the exact hypergeometric interval). Where the draws are
+    uniform (within strata) or independent (every design but PPS and tilted
+    adaptive draws), a t interval that would be a point is replaced by the
+    design's distribution-free bracket, valid for every population
+    (``guard`` per agent ``"bracket"``, its ``ci_kinds`` ``"conservative"``;
+    ``ci.attrs["ci_kind"]`` is ``"mixed"`` when agents differ). Without a
+    model the plain (stratified, Horvitz-Thompson) mean of the rates is
+    guarded further: where the drawn rates did not vary it is the bracket,
+    and where at most one drawn task was off 0 (off 1) that end is widened
+    to the
     bracket's (``"guarded"``). ``to_dataset()`` holds
     every field, ``draws``' as ``draws_<variable>`` (``draws_outcome``, ...).
     """
@@ -430,7 +373,7 @@ class AssistedResult(Result):
         raw = self.unbiased_estimate
         clipped = np.isfinite(raw.values) & (raw.values != self.estimate.values)
         guard = self.guard.values if self.guard is not None else [""] * raw.size
-        words = {"bracket": "drawn rates did not vary: distribution-free bracket (conservative)",
+        words = {"bracket": "drawn rates did not vary, or t a point: distribution-free bracket (conservative)",
                  "guarded": "one drawn task off 0 (or 1): that end widened to the distribution-free bracket's"}
         text = ["; ".join(filter(None, [f"clipped to the feasible range; design-unbiased value {r:.4g}" if c else "",
                                         words.get(str(gd), "")]))
@@ -445,8 +388,8 @@ class AssistedResult(Result):
         if kind == "exact":
             how = f"{label} interval (hypergeometric inversion: holds for every population)"
         elif kind == "conservative":
-            how = (f"{label} interval (distribution-free bracket from hypergeometric bounds: holds for every "
-                   "population; the drawn rates did not vary)")
+            how = (f"{label} interval (distribution-free bracket: holds for every population; the drawn rates "
+                   "did not vary, or the t interval would have been a point)")
         elif kind == "mixed":
             pct = label.split()[0]
             how = (f"{pct} intervals of mixed kind: approximate t (CLT, no finite-sample guarantee), a "
@@ -501,19 +444,22 @@ def srs_exact(tab: np.ndarray, T: int, prob: float) -> tuple[float, float, float
 
 
 def agent_out(rec: _Record, *, T: int, prob: float, model: tuple[float, float, float],
-              fixed: tuple[float, float, int] | None = None, exact: bool = False, guard: bool = False) -> _AgentOut:
+              fixed: tuple[float, float, int] | None = None, exact: bool = False,
+              bracket: tuple[float, float] | None = None, widen: bool = False) -> _AgentOut:
     """Estimate (Des Raj, or the classical ``fixed`` one), interval, misfit test of one agent's record.
 
     ``exact``: 0/1 outcomes, uniform draws and no model: the exact hypergeometric interval
-    (``srs_exact``) in place of the t interval. ``guard``: uniform draws and no model with
-    repeated runs: the plain mean's t interval guarded where it degenerates (``guarded_bounds``).
+    (``srs_exact``) in place of the t interval. ``bracket``: the design's distribution-free
+    bracket (``design_bracket``; none for tilted draws), which replaces the t interval where that
+    is a point, and with ``widen`` (no model: the plain mean of the rates) guards it as
+    ``guarded_bounds`` says.
     """
     tab = rec.table()
     raw, se, df = fixed if fixed is not None else des_raj(tab, T, floor=True)
     est, lo, hi = srs_exact(tab, T, prob) if exact else bounded(tab, T, raw, se, df, prob)
     how = ""
-    if guard and not exact:
-        lo, hi, how = guarded_bounds(tab[:, 5], T, prob, lo, hi)
+    if bracket is not None and not exact:
+        lo, hi, how = guarded_bounds(tab[:, 5], T, prob, lo, hi, bracket, widen)
     z, p = misfit_test(tab)
     return _AgentOut(est, se, lo, hi, tab.shape[0], model, z, p, tab, raw, how)
 
@@ -611,10 +557,9 @@ def _guard_detail(outs: Sequence[_AgentOut]) -> str:
     n_g = sum(o.guard == "guarded" for o in outs)
     said = []
     if n_b:
-        said.append(f"for {n_b} of {len(outs)} agent(s) the drawn tasks' rates did not vary (the t interval would be "
-                    "a point): their interval is the distribution-free bracket, exact hypergeometric bounds on the "
-                    "tasks with any success and with any failure, valid for every population (ci_kinds "
-                    "'conservative')")
+        said.append(f"for {n_b} of {len(outs)} agent(s) the drawn tasks' rates did not vary or the t interval would "
+                    "be a point: their interval is the design's distribution-free bracket, valid for every "
+                    "population (ci_kinds 'conservative')")
     if n_g:
         said.append(f"for {n_g} agent(s) at most one drawn task was off 0 (or off 1): that end of the t interval is "
                     "widened to the bracket's")

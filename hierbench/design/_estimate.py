@@ -30,7 +30,6 @@ from .._base import counts
 from .._docs import fill_doc
 from .._parallel import map_seeded
 from ..freq import IRTBank
-from ._assisted import GUARD_DETAIL
 from ._assisted import AssistedResult
 from ._assisted import _AgentOut
 from ._assisted import _BankWorking
@@ -43,6 +42,9 @@ from ._assisted import draw_probs
 from ._assisted import model_score
 from ._assisted import run_outcome
 from ._assisted import term_variance
+from ._bracket import bracket_bounds
+from ._bracket import design_bracket
+from ._bracket import guard_detail
 from ._subset import SubsetPlan
 from ._subset import prior_predictive
 from ._working import WorkingModel
@@ -191,8 +193,9 @@ def _adaptive_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, n
         y = np.zeros(T)
         y[tab[:, 0].astype(int)] = tab[:, 5]
         fixed = classical(y, np.zeros(T), tab[:, 0].astype(int), np.zeros(T, np.intp), np.ones(T), False)
+    bracket = bracket_bounds(rec.table()[:, 5], T, spec.prob) if work is None else None  # uniform draws only
     return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed, exact=exact and work is None,
-                     guard=work is None)
+                     bracket=bracket, widen=True)
 
 
 @fill_doc
@@ -315,6 +318,9 @@ def _branch(spec: _Spec, design: str, exact: bool = False) -> tuple[str, str]:
                               "(the successes drawn inverted for the population's count, as design U), valid for "
                               "every population")
     none = spec.working.startswith("none")
+    # the distribution-free bracket guards every design whose draws are uniform within strata or independent
+    guard = f"; {guard_detail(design if design != 'adaptive' else 'srs', none)}" if (
+        design != "pps" and (none or design != "adaptive")) else ""
     des_raj = not none and (design == "adaptive" or design == "pps" or (spec.bank is not None and design != "poisson"))
     if des_raj:
         pooled = design in ("adaptive", "srs", "stratified")
@@ -322,7 +328,7 @@ def _branch(spec: _Spec, design: str, exact: bool = False) -> tuple[str, str]:
                else "design-based variance alone (not pooled: the pool's draw probabilities are not predicted)")
         return "Des Raj", (f"Des Raj martingale-difference estimator with the working model's predictions "
                            f"({spec.working}), unbiased whatever the model; {var}; Student t (martingale central "
-                           f"limit theorem, approximate: no finite-sample guarantee){clip}")
+                           f"limit theorem, approximate: no finite-sample guarantee){clip}{guard}")
     if none:
         est = {"srs": "plain mean of a simple random sample", "adaptive": "plain mean of uniform draws",
                "stratified": "stratified mean (each stratum's plain mean, weighted by its share of the tasks)",
@@ -331,7 +337,6 @@ def _branch(spec: _Spec, design: str, exact: bool = False) -> tuple[str, str]:
         est = (f"classical difference estimator with fixed predictions ({spec.working}): their mean plus the "
                "design-weighted mean of the drawn residuals")
     fpc = "finite-population correction" if design != "poisson" else "Poisson design variance"
-    guard = f"; {GUARD_DETAIL}" if none and design in ("srs", "adaptive") else ""
     return "classical", (f"{est}, unbiased whatever the predictions; its exact design variance estimate ({fpc}), "
                          f"Student t (central limit theorem, approximate: no finite-sample guarantee){clip}{guard}")
 
@@ -370,8 +375,13 @@ def _plan_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, plan:
                               plan.inclusion.values, poisson)
         elif work is None:
             raise HierbenchError("a PPS plan needs a working model (`working`): with none, use design='srs'")
-    return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed, exact=exact,
-                     guard=work is None and plan.design == "srs")
+    bracket = None
+    if plan.design != "pps":  # draws uniform within strata, or independent: a bracket for every population
+        tab = rec.table()
+        bracket = design_bracket(plan.design, tab[:, 5], tab[:, 0].astype(int), stratum, plan.inclusion.values,
+                                 spec.prob)
+    return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed, exact=exact, bracket=bracket,
+                     widen=work is None)
 
 
 def assisted_mean(

@@ -88,15 +88,15 @@ from ..freq import irt_score
 from ._adaptive import ModelMisfitWarning
 from ._adaptive import adaptive
 from ._anchors import anchors
-from ._assisted import GUARD_DETAIL
 from ._assisted import _FixedWorking
 from ._assisted import bounded
 from ._assisted import classical
 from ._assisted import des_raj
-from ._assisted import guarded_bounds
 from ._assisted import misfit_test
 from ._assisted import model_score
 from ._assisted import srs_exact
+from ._bracket import GUARD_DETAIL
+from ._bracket import guarded_bounds
 from ._estimate import _adaptive_agent
 from ._estimate import _Source
 from ._estimate import _Spec

@@ -82,7 +82,8 @@ def prequential_z(scores: np.ndarray) -> tuple[float, float]:
     surprise costs more than a sure outcome gains), and ``Phi(z)`` alone rejected too often on
     few tasks. Simulated from the 2PL's own predictive (1,000 agents, 10 / 25 / 50 binary tasks),
     the share below 0.01 was 0.027 / 0.017 / 0.019 with ``Phi(z)`` and 0.010 / 0.009 / 0.011
-    corrected; below 0.05, 0.074 / 0.062 / 0.064 and 0.049 / 0.042 / 0.051. NaN: no term.
+    corrected; below 0.05, 0.074 / 0.062 / 0.064 and 0.049 / 0.042 / 0.051. NaN: no term. Where
+    ``(sum Var)^(3/2)`` underflows (predictions of 0 or 1 only), the p-value is ``Phi(z)``.
 
     Examples
     --------
@@ -96,7 +97,7 @@ def prequential_z(scores: np.ndarray) -> tuple[float, float]:
     if not ok.any() or v <= 0:
         return np.nan, np.nan
     z = float((scores[ok, 0] - scores[ok, 1]).sum() / np.sqrt(v))
-    if scores.shape[1] == 3:
+    if scores.shape[1] == 3 or v**1.5 == 0:
         return z, float(norm.cdf(z))
     g = float(scores[ok, 3].sum()) / v**1.5
     return z, float(np.clip(norm.cdf(z) - g * (z * z - 1) * norm.pdf(z) / 6, 0.0, 1.0))
