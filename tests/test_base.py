@@ -211,6 +211,8 @@ def test_counts_refuse_partial_credit_even_when_sums_are_whole():
     y = xr.DataArray([[0.5, 0.5, 0.5, 0.5]], dims=("task", "run"), coords={"task": ["t1"]})
     with pytest.raises(PartialCreditError, match=r"4 scores are partial credit, e.g. \(task, run, score\) \[\('t1', 0, 0.5\)"):
         counts(y, purpose="pass@k")
+    with pytest.raises(PartialCreditError, match=r"1 score is partial credit, e.g. \(task, run, score\) \[\('t1', 1, 0.5\)"):
+        counts(y.copy(data=[[1.0, 0.5, 0.0, 1.0]]), purpose="pass@k")  # one: singular
     c = counts(y, binary=False)
     assert float(c["n_success"][0]) == 2.0 and c.attrs["binary"] == 0
     with pytest.raises(PartialCreditError, match=r"made from partial-credit scores"):

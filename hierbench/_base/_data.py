@@ -168,8 +168,8 @@ def partial_credit_error(score: xr.DataArray, name: str, purpose: str, why: str 
     """
     n, where = partial_credit(score)
     return PartialCreditError(
-        f"`{name}`: {purpose} needs binary scores (every score 0 or 1); {n} scores "
-        f"are partial credit, e.g. ({', '.join(map(str, score.dims))}, score) {where}{why}. "
+        f"`{name}`: {purpose} needs binary scores (every score 0 or 1); {counted(n, 'score')} "
+        f"{'is' if n == 1 else 'are'} partial credit, e.g. ({', '.join(map(str, score.dims))}, score) {where}{why}. "
         "Binarise them first (e.g. `ds['score'] = (ds.score >= 1).where(ds.score.notnull())`) or use "
         "an estimator for continuous scores (bootstrap_ci)."
     )
