@@ -36,6 +36,7 @@ from ._checks import check_number
 from ._checks import check_prob
 from ._data import COUNTS_HASH
 from ._data import DATA_HASH
+from ._data import K_TASKS_DIFFER as K_TASKS_DIFFER
 from ._data import SOURCE_COLUMN
 from ._data import cluster_codes
 from ._data import cluster_label

@@ -175,6 +175,13 @@ def partial_credit_error(score: xr.DataArray, name: str, purpose: str, why: str 
     )
 
 
+#: a pass@k / pass^k repr's sentence when the tasks behind its values differ across ``k`` (freq's and the posterior's)
+K_TASKS_DIFFER = (
+    "n_tasks differs across k: each k averages only the tasks with at least k runs, so values at "
+    "different k rest on different task sets and do not form one curve"
+)
+
+
 #: attr of a per-task label coord (``cluster``, ``tag``): the column of the records it was read from
 SOURCE_COLUMN = "source_column"
 

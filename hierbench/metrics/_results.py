@@ -28,6 +28,7 @@ import xarray as xr
 if TYPE_CHECKING:
     import pandas as pd
 
+from .._base import K_TASKS_DIFFER
 from .._base import Result
 from .._base import field_alias
 from .._base import interval_label
@@ -235,8 +236,7 @@ class PosteriorPassKResult(_DatasetView, Result):
         )
         if differ:
             lines += wrap_repr([
-                "  n_tasks differs across k: each k averages only the tasks with at least k runs, so values "
-                "at different k rest on different task sets (min_runs=0: every task the agent ran)"
+                f"  {K_TASKS_DIFFER} (min_runs=0: every task the agent ran)"
             ])
         return lines
 

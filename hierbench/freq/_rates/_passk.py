@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 from ..._base import DEFAULT_PROB
+from ..._base import K_TASKS_DIFFER
 from ..._base import Result
 from ..._base import UndefinedWarning
 from ..._base import check_choice
@@ -70,11 +71,7 @@ POPULATION_OVER_CLUSTERS = (
     "estimate is the mean over the n_tasks observed tasks it could use)"
 )
 #: the repr's closing sentence when the tasks behind the values differ across ``k``
-_K_TASKS_DIFFER = (
-    "n_tasks differs across k: each k averages only the tasks with at least k runs, so values at "
-    "different k rest on different task sets and do not form one curve (compare them on the "
-    "tasks with at least max(k) runs)"
-)
+_K_TASKS_DIFFER = f"{K_TASKS_DIFFER} (compare them on the tasks with at least max(k) runs)"
 
 
 #: the repr's closing sentence when ``small_n="clip"`` cut k in some cells (``{cells}``: how many)
