@@ -232,7 +232,7 @@ def test_shuffle_draws_a_recorded_random_order_and_covers_a_finite_benchmark():
     cs = confidence_sequence(bench, shuffle=True, rng=5, breaks=100, prob=0.9)
     assert sorted(cs.order.values.tolist()) == list(range(200)) and cs.shuffled
     assert (cs.ci.task.values == bench.task.values[cs.order.values]).all()
-    by_hand = confidence_sequence(bench.isel(task=cs.order.values), breaks=100, prob=0.9)
+    by_hand = confidence_sequence(bench.isel(task=cs.order.values), breaks=100, prob=0.9, n_population=200)
     np.testing.assert_array_equal(cs.ci.values[:, :-1], by_hand.ci.values[:, :-1])
     # audit D 3: after the last task every task is in, and the set is the benchmark mean itself
     np.testing.assert_allclose(cs.ci.values[:, -1], np.c_[truth, truth], rtol=0, atol=1e-12)
