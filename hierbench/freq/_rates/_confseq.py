@@ -467,8 +467,6 @@ def confidence_sequence(
         ``task_dim``, in the order the tasks were (or will be) evaluated, which
         must be a uniformly random order: a benchmark file's order (tasks
         grouped by repository or source) is not, and breaks the guarantee.
-        Tasks drawn in a random order from a finite benchmark are a sample
-        without replacement, targeting the benchmark's mean (module notes).
         Other dims (agents, simulated streams) are computed side by side.
     y : xarray.DataArray, optional
         A second agent's per-task values: the sequence is then for the mean of
@@ -494,20 +492,15 @@ def confidence_sequence(
         Take the tasks in a uniformly random order drawn with ``rng`` (one
         permutation for all streams, ``x`` and ``y``), recorded in ``order``.
         False (default): the data's order, for values that arrive in a
-        random order already or are monitored as they come. With True the
-        last set is the mean of all the tasks (the target, then known), and
-        a running set that had excluded it is warned (``HierbenchWarning``).
+        random order already or are monitored as they come. After a census
+        the set is the mean (the target, then known); a running set that had
+        excluded it is warned (``HierbenchWarning``).
     n_population : int, "infinite" or None
-        How many tasks the values are drawn from, without replacement and
-        in a uniformly random order: the target is the mean of those
-        ``n_population`` tasks, and each step bets against the mean of the
-        tasks not yet seen under each candidate (Waudby-Smith and Ramdas
-        2020), so the sets narrow towards the benchmark's mean as its tasks
-        run out. ``"infinite"``: the i.i.d. sequence (draws with
-        replacement, or from a population much larger than the stream).
-        Default: with ``shuffle=True`` the tasks of ``x`` (the permutation
-        covers them all), otherwise ``"infinite"``. An integer at least the
-        number of tasks in ``x`` monitors a benchmark of that size part way.
+        The size of the benchmark the tasks are drawn from without
+        replacement in a random order, whose mean is then the target (the
+        sets close in on it: module notes); ``"infinite"``: the i.i.d.
+        sequence. Default: the tasks of ``x`` with ``shuffle=True``, else
+        ``"infinite"``; an integer monitors a larger benchmark part way.
     %(rng)s
         Only with ``shuffle=True``.
 
@@ -531,32 +524,42 @@ def confidence_sequence(
     >>> lo, hi = cs.bounds.isel(task=-1).values
     >>> bool(lo < 0.4 < hi), bool(hi - lo < 0.15)
     (True, True)
-    >>> confidence_sequence(x, shuffle=True, rng=1).shuffled
-    True
     """
     prob = check_prob(prob)
     _check_settings(breaks, theta, trunc_scale, combine)
     values, z, order = _order(*_stream(x, y, task_dim), task_dim, shuffle, rng)
     N = _population(n_population, shuffle, z.sizes[task_dim])
-    b = _bounds(z.values.reshape(-1, z.sizes[task_dim]), int(breaks), 1 - prob, float(theta), float(trunc_scale),
-                combine, N)
-    if running_intersection:
-        _intersect(b)
-    if y is not None:
-        b = 2 * b - 1
-    b = b.reshape(*z.shape, 2)
+    b = _running_bounds(z, y is not None, prob, int(breaks), float(theta), float(trunc_scale), combine, N,
+                        running_intersection)
     n = xr.DataArray(np.arange(1, z.sizes[task_dim] + 1), dims=task_dim, coords={task_dim: z[task_dim].values})
     bounds = _sequence_interval(b, z, task_dim, prob, y is not None, breaks, combine, running_intersection, N)
     bounds.attrs["task_order"] = ("a uniformly random permutation drawn by shuffle=True (the result's `order`)"
                                   if shuffle else "as given: the order of `x` (the guarantee assumes it is random)")
     est = (values.astype(float).cumsum(task_dim) / n).transpose(*z.dims)
     final = est.isel({task_dim: -1}).values
-    if shuffle and N == z.sizes[task_dim]:
+    _close(final, bounds, b, z, prob, shuffle, N)
+    return ConfidenceSequenceResult(ci=bounds, estimate=est, n=n, dim=task_dim, order=order, shuffled=bool(shuffle),
+                                    n_population=N, **_pair_names(x, y))  # fmt: skip
+
+
+def _running_bounds(z: xr.DataArray, paired: bool, prob: float, breaks: int, theta: float, trunc_scale: float,
+                    combine: str, N: int | None, running_intersection: bool) -> np.ndarray:
+    """The bounds ``(..., task, 2)`` of the streams ``z`` (on the [-1, 1] scale of ``x - y`` when ``paired``)."""
+    b = _bounds(z.values.reshape(-1, z.sizes[z.dims[-1]]), breaks, 1 - prob, theta, trunc_scale, combine, N)
+    if running_intersection:
+        _intersect(b)
+    if paired:
+        b = 2 * b - 1
+    return b.reshape(*z.shape, 2)
+
+
+def _close(final: np.ndarray, bounds: xr.DataArray, b: np.ndarray, z: xr.DataArray, prob: float, shuffle: bool,
+           N: int | None) -> None:
+    """The census point where every task of the benchmark is in; in the data's order, the drift check."""
+    if shuffle and N == z.sizes[z.dims[-1]]:
         _census_point(final, bounds, z, prob)
     elif not shuffle:
         _warn_outside(final, b, z, interval_label(bounds), prob)
-    return ConfidenceSequenceResult(ci=bounds, estimate=est, n=n, dim=task_dim, order=order, shuffled=bool(shuffle),
-                                    n_population=N, **_pair_names(x, y))  # fmt: skip
 
 
 def _population(n_population, shuffle: bool, T: int) -> int | None:
