@@ -40,9 +40,15 @@ FRACTIONAL_LINEAR = "linear predictor of the [0, 1] family (the logit only at me
 
 
 def _fmt(x: float, floor: float | None = None) -> str:
-    """``x`` to 4 significant digits; below a positive ``floor`` (and above 0) as ``<floor``."""
-    if not np.isfinite(x):
+    """``x`` to 4 significant digits; below a positive ``floor`` (and above 0) as ``<floor``.
+
+    An infinity reads ``inf`` / ``-inf`` (a horizon of an agent that succeeded on every run is
+    longer than any task, not missing); ``nan`` is kept for NaN alone.
+    """
+    if np.isnan(x):
         return "nan"
+    if np.isinf(x):
+        return "inf" if x > 0 else "-inf"
     return f"<{floor:g}" if floor is not None and 0 < x < floor else f"{x:.4g}"
 
 

@@ -132,10 +132,10 @@ def build(
     ----------
     fit : xarray.DataTree or path, optional
         A fit from :func:`hierbench.bayes.fit` (or the path of one saved with
-        :func:`hierbench.io.save_fit`). A fit of :func:`hierbench.bayes.build_horizon`
-        (or, without a fit, a log with a ``human_minutes`` task coord) adds a section "Time
-        horizons" after the abilities: :func:`hierbench.metrics.time_horizon` beside
-        :func:`hierbench.freq.time_horizon` at 50% and 80% success.
+        :func:`hierbench.io.save_fit`). A fit of :func:`hierbench.bayes.build_horizon`,
+        or a log with a ``human_minutes`` task coord, adds a section "Time horizons" after
+        the abilities: :func:`hierbench.metrics.time_horizon` (from a horizon fit only)
+        beside :func:`hierbench.freq.time_horizon` at 50% and 80% success.
     data : xarray.Dataset or path, optional
         The eval dataset (or the path of a log or a saved ``.nc`` dataset); needed for the data
         summary and the frequentist half.

@@ -1,7 +1,8 @@
 """The time-horizons section: each agent's 50% and 80% horizons, Bayesian and METR's, side by side.
 
 Written for a fit of :func:`hierbench.bayes.build_horizon` (its spec records the task coord of
-human ``minutes``), and for a log alone that has a ``human_minutes`` coord (METR's method only).
+human ``minutes``), and for a log that has a ``human_minutes`` coord, alone or beside a fit of
+another model (METR's method only; the section says why the Bayesian half is absent).
 The Bayesian half is :func:`hierbench.metrics.time_horizon` on the fit and its design rebuilt
 from the report's data (the saved fit does not keep the tasks' minutes); the frequentist half
 is :func:`hierbench.freq.time_horizon` on the report's data, seeded by the report's ``rng``.
@@ -30,14 +31,20 @@ LOG_MINUTES = "human_minutes"
 def horizon_minutes(fit: xr.DataTree | None, data: xr.Dataset | None) -> str | None:
     """The task coord of human minutes the section reads; None where the report has no horizons.
 
-    A fit's spec records it (``build_horizon``); any other fit has none. A log alone
-    has one when it holds a ``human_minutes`` coord along ``task``.
+    A fit's spec records it (``build_horizon``). Beside any other fit, or without one, the
+    log has one when it holds a ``human_minutes`` coord along ``task`` (METR's half is a
+    computation on the log, whatever the fit; audit S: a crossed fit made the section vanish).
     """
-    if fit is not None:
-        return fit_record(fit, "hierbench_spec").get("options", {}).get("minutes") or None
+    if fit is not None and fit_minutes(fit):
+        return fit_minutes(fit)
     if data is not None and LOG_MINUTES in data.coords and data[LOG_MINUTES].dims == ("task",):
         return LOG_MINUTES
     return None
+
+
+def fit_minutes(fit: xr.DataTree) -> str | None:
+    """The task coord of minutes a ``build_horizon`` fit records in its spec; None for any other fit."""
+    return fit_record(fit, "hierbench_spec").get("options", {}).get("minutes") or None
 
 
 def with_horizons(order: tuple[str, ...], fit, data) -> tuple[str, ...]:
@@ -52,6 +59,11 @@ def _bayes_half(ctx: _Context, why: list[str]):
     """:func:`hierbench.metrics.time_horizon` of the fit (None, with the reason in ``why``)."""
     if ctx.fit is None:
         why.append("Bayesian half: no fit given (a fit of hierbench.bayes.build_horizon gives it)")
+        return None
+    if fit_minutes(ctx.fit) is None:
+        model = ctx.fit.attrs.get("hierbench_model", "custom")
+        why.append(f"Bayesian half: the fit is a {model} fit, not hierbench.bayes.build_horizon's, so it has no "
+                   "success curve over task length (a fit of build_horizon gives it)")  # fmt: skip
         return None
     design = ctx.mixed_design()
     if design is None:
@@ -200,9 +212,30 @@ def _text(ctx: _Context, bayes, metr, why: list[str]) -> str:
     if bayes is not None and metr is not None:
         parts.append("The two differ by design (hierbench.bayes.build_horizon): task families are random "
                      "effects rather than run weights, and the 80% horizon is read off the marginal curve, "
-                     "flatter at its ends than METR's logistic one; so the 80% horizons differ more.")  # fmt: skip
+                     "flatter at its ends than METR's logistic one." + _apart_text(bayes, metr))  # fmt: skip
     parts += [" ".join(f"Not computed: {w}." for w in why)] if why else []
     return "\n\n".join(parts)  # a paragraph per method
+
+
+def _apart_text(bayes, metr) -> str:
+    """How many agents' 80% horizons the two methods put further apart than their 50% ones, from the estimates.
+
+    Apart is ``|log(Bayes / METR)|``, over the agents with a finite positive estimate from both
+    methods at both levels; "" where there is none.
+    """
+    agents = [a for a in bayes.estimate["agent"].values if a in set(metr.estimate["agent"].values)]
+    if not agents:
+        return ""
+    b = bayes.estimate.sel(agent=agents, success=list(HORIZON_SUCCESS)).transpose("agent", "success").values
+    m = metr.estimate.sel(agent=agents, success=list(HORIZON_SUCCESS)).transpose("agent", "success").values
+    ok = (np.isfinite(b) & (b > 0) & np.isfinite(m) & (m > 0)).all(axis=1)
+    if not ok.any():
+        return ""
+    apart = np.abs(np.log(b[ok]) - np.log(m[ok]))
+    more = int((apart[:, 1] > apart[:, 0]).sum())
+    return (f" Here the two estimates are further apart (as a ratio) at {HORIZON_SUCCESS[1]:.0%} than at "
+            f"{HORIZON_SUCCESS[0]:.0%} for {more} of the {int(ok.sum())} agents with a finite positive "
+            "estimate from both.")
 
 
 def _sec_horizons(ctx: _Context, rep: Report, sid: str) -> None:

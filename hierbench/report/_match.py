@@ -181,14 +181,66 @@ def rebuilt_design(fit: xr.DataTree, data: xr.Dataset):
     return model_design(opts["formula"], data, family=opts["family"], levels=opts.get("levels"))
 
 
+def _fit_cells(fit: xr.DataTree) -> xr.Dataset | None:
+    """A binomial formula fit's cells as (agent, task) counts, from ``constant_data``; None without them.
+
+    ``hierbench.bayes.fit`` keeps ``cell_n_runs`` / ``cell_n_success`` over ``cell`` with the
+    ``cell_agent`` / ``cell_task`` coords: the cells the model saw, so a cell the log never ran is
+    not among them (0 runs on both sides, as ``_cell_diff`` reads it).
+    """
+    if "constant_data" not in fit.children:
+        return None
+    cd = fit["constant_data"].to_dataset()
+    if not ({"cell_n_runs", "cell_n_success"} <= set(cd.data_vars) and {"cell_agent", "cell_task"} <= set(cd.coords)):
+        return None
+    frame = pd.DataFrame({"agent": _labels(cd["cell_agent"].values), "task": _labels(cd["cell_task"].values),
+                          "n_runs": np.asarray(cd["cell_n_runs"].values, dtype=float).ravel(),
+                          "n_success": np.asarray(cd["cell_n_success"].values, dtype=float).ravel()})  # fmt: skip
+    return frame.groupby(["agent", "task"], sort=False).sum().to_xarray()
+
+
+def _observed_labels(fit: xr.DataTree, dim: str) -> list[str] | None:
+    """The ``agent`` or ``task`` labels of a formula fit's ``observed_data`` rows (``cell_<dim>`` / ``obs_<dim>``)."""
+    if "observed_data" not in fit.children:
+        return None
+    od = fit["observed_data"].to_dataset()
+    if "y" not in od or od["y"].ndim != 1 or f"{od['y'].dims[0]}_{dim}" not in od.coords:
+        return None
+    return list(pd.unique(np.asarray(_labels(od[f"{od['y'].dims[0]}_{dim}"].values), dtype=object)))
+
+
+def _covariate_words(fit: xr.DataTree, design, counts_same: bool) -> str:
+    """Why a design differs when its scores do not: the columns the formula reads besides agent, task and score.
+
+    ``counts_same``: the log's counts fingerprint is the fit's, which holds each task's cluster
+    too, so ``cluster`` is not among the columns that can differ.
+    """
+    opts = fit_record(fit, "hierbench_spec").get("options", {})
+    skip = ("agent", "task", design.response, *(("cluster",) if counts_same else ()))
+    names = [v for v in design.variables if v not in skip]
+    named = [f"`{v}` (log2 of the task coord `{opts['minutes']}`)" if v == "log2_minutes" and opts.get("minutes")
+             else f"`{v}`" for v in names]  # fmt: skip
+    same = "the data's scores are the fit's"
+    if not named:
+        return same + "; the design differs otherwise (its levels or grouping)"
+    which = f"the covariate the formula reads, {named[0]}," if len(named) == 1 else (
+        f"one or more of the covariates the formula reads ({', '.join(named)})")
+    return f"{same}; {which} differ{'s' if len(named) == 1 else ''} from the fit's"
+
+
 def _formula_diff(fit: xr.DataTree, data: xr.Dataset, want: str) -> tuple[bool, list[str]]:
     """A formula fit against the design its formula makes of ``data``: (the same, why not).
 
     A formula fit's fingerprint is its design's (:meth:`hierbench.data.ModelDesign.fingerprint`),
     not the counts': the design is rebuilt from the log with the fit's formula, family and levels.
     A design that cannot be rebuilt from the log (covariates given apart from it) is not compared
-    here; the report says it cannot compute the formula model's levels from this log.
+    here; the report says it cannot compute the formula model's levels from this log. Where the
+    scores are the fit's (its cells or runs, or for a binomial fit its counts' fingerprint), the
+    covariates the formula reads are named as what differs.
     """
+    from .._base import COUNTS_HASH
+    from .._base import counts_fingerprint
+
     opts = fit_record(fit, "hierbench_spec").get("options", {})
     if "formula" not in opts or not want:
         return False, []
@@ -201,35 +253,47 @@ def _formula_diff(fit: xr.DataTree, data: xr.Dataset, want: str) -> tuple[bool, 
     if design.fingerprint() == want:
         return True, []
     cells = _formula_cells(fit, data)
+    counts_same = opts.get("family") == "binomial" and fit.attrs.get(COUNTS_HASH) == counts_fingerprint(data)
+    if cells == "" or (cells is None and counts_same):
+        cells = _covariate_words(fit, design, fit.attrs.get(COUNTS_HASH) == counts_fingerprint(data))
     return False, [f"the formula model's design built from the data ({opts['formula']!r}, family "
                    f"{opts['family']}) is not the fit's: "
                    + (cells or "other scores, runs or covariates")]  # fmt: skip
 
 
-def _formula_cells(fit: xr.DataTree, data: xr.Dataset, shown: int = 3) -> str:
-    """The runs (or cells) whose response in the fit's ``observed_data`` is not the log's, named; ``""`` if none.
+def _formula_cells(fit: xr.DataTree, data: xr.Dataset, shown: int = 3) -> str | None:
+    """The runs (or cells) whose response in the fit is not the log's, named; ``""`` if none, None if not read.
 
     Two layouts are read: per run (``obs_agent`` / ``obs_task`` / ``obs_run``: the fractional
     family's scores, moved off 0 and 1 by at most 1e-3) against the log's scores, and per cell
-    (``cell_agent`` / ``cell_task``: the binomial family's successes) against the log's counts.
-    An ordinal fit's grades, or a fit whose design differs in its covariates only, name none.
+    (``cell_agent`` / ``cell_task``: the binomial family's runs and successes, ``constant_data``
+    ``cell_n_runs`` / ``cell_n_success``, in the words of the count models' check) against the
+    log's counts. Only runs and cells the log ran are compared: a cell it never ran is no
+    difference. An ordinal fit's grades are not read (None).
     """
+    from ..data import to_counts
+
+    cell_counts = _fit_cells(fit)
+    if cell_counts is not None:
+        counts = to_counts(data)
+        why = [d for dim in ("agent", "task")
+               for d in _set_diff(dim, _labels(cell_counts[dim].values), _labels(counts[dim].values))]  # fmt: skip
+        return "; ".join(why + _cell_diff(cell_counts, counts))
     if "observed_data" not in fit.children:
-        return ""
+        return None
     od = fit["observed_data"].to_dataset()
     if "y" not in od or od["y"].ndim != 1:
-        return ""
+        return None
     dim = od["y"].dims[0]
     keys = [k for k in ("agent", "task", "run") if f"{dim}_{k}" in od.coords]
     got = pd.DataFrame({k: _labels(od[f"{dim}_{k}"].values) for k in keys}).assign(fit=od["y"].values.astype(float))
     if keys == ["agent", "task", "run"]:
         have, what, tol = data["score"].to_series().dropna(), "runs", 1e-3
-    elif keys == ["agent", "task"] and dim == "cell":
-        from ..data import to_counts
-
-        have, what, tol = to_counts(data)["n_success"].to_series().dropna(), "cells (successes)", 0.0
+    elif keys == ["agent", "task"] and dim == "cell":  # successes only (no runs kept): the cells the log ran
+        c = to_counts(data)
+        have, what, tol = c["n_success"].where(c["n_runs"] > 0).to_series().dropna(), "cells (successes)", 0.0
     else:
-        return ""
+        return None
     have = have.reset_index().rename(columns={have.name: "data"})
     have[keys] = have[keys].astype(str)
     both = got.merge(have[[*keys, "data"]], on=keys, how="outer")
@@ -475,12 +539,15 @@ def check_fit_data(
     if not kind and (same or (want and got and want == got)):
         return
     fc = _fit_counts(fit)
+    fc = fc if fc is not None else _fit_cells(fit)  # a binomial formula fit's cells: the count models' words
     post = fit["posterior"].to_dataset() if "posterior" in fit.children else xr.Dataset()
-    src = fc if fc is not None else post
     why = []
-    for dim, what in (("agent", "agent"), ("task", "task")):
-        if dim in src.coords and dim in counts.coords:
-            why += _set_diff(what, _labels(src[dim].values), _labels(counts[dim].values))
+    for dim in ("agent", "task"):
+        # the cells the fit saw, else a formula fit's observed rows, else its posterior's coord
+        seen = _labels(fc[dim].values) if fc is not None else _observed_labels(fit, dim)
+        seen = seen if seen is not None or dim not in post.coords else _labels(post[dim].values)
+        if seen is not None and dim in counts.coords:
+            why += _set_diff(dim, seen, _labels(counts[dim].values))
     if fc is not None:
         why += _cell_diff(fc, counts)
     clusters = _cluster_diff(fit, counts)
