@@ -86,10 +86,42 @@ def _attrs(cmp) -> dict:
     return dict(_dataset(cmp).attrs)
 
 
-def marks_legend(alpha: float, adjust: str = "max-T single-step") -> str:
-    """What the marks mean at level ``alpha`` for the adjustment named ``adjust``."""
+def marks_legend(alpha: float, adjust: str = "max-T single-step", table: pd.DataFrame | None = None) -> str:
+    """What the marks mean at level ``alpha`` for the adjustment named ``adjust``.
+
+    ``table``: :func:`pair_frame`'s, whose adjusted p-values are Monte Carlo estimates with an
+    error column: then the legend adds, at each stricter mark's level (``alpha / 5``,
+    ``alpha / 50``), how many pairs lie within two Monte Carlo errors of it (``_near_level``
+    says so at ``alpha`` itself). METR, max-T from 21,112 null draws: the MC error at 0.001 is about
+    0.0002, and across seeds 0-5 the ``***`` pairs were 10, 10, 10, 13, 12, 10 (audit R4).
+    """
     parts = [f"`{m}` {adjust} adjusted p < {alpha / d:.3g}" for d, m in reversed(_MARK_STEPS)]
-    return "; ".join(parts) + "; no mark: not separated at that level"
+    text = "; ".join(parts) + "; no mark: not separated at that level"
+    near = [] if table is None else _marks_near(table, alpha)
+    if near:
+        text += (". The adjusted p-values are Monte Carlo estimates, so some marks can come or go with the seed "
+                 + ("or more draws" if not table.attrs.get("resolution")
+                    else "or more draws (more only past the resolution said above)") + ": " + "; ".join(near))
+    return text
+
+
+def _marks_near(table: pd.DataFrame, alpha: float) -> list[str]:
+    """Per stricter mark level, the pairs of ``table`` whose adjusted p lies within two MC errors of it, in words."""
+    col = differ_column(table)
+    if col is None:
+        return []
+    p_col = differ_parts(col)[0]
+    if f"MC error of {p_col}" not in table:
+        return []
+    p, se = table[p_col].to_numpy(float), table[f"MC error of {p_col}"].to_numpy(float)
+    out = []
+    for div, mark in _MARK_STEPS[1::-1]:  # alpha / 5 (**), alpha / 50 (***)
+        near = _near(p, se, alpha / div)
+        if near.any():
+            k, on = int(near.sum()), int((near & (p < alpha / div)).sum())
+            out.append(f"at {alpha / div:.3g} (`{mark}`) {counted(k, 'pair')} ({on} marked) lie"
+                       f"{'s' if k == 1 else ''} within two Monte Carlo errors of the level")
+    return out
 
 
 def _unit_words(a: dict) -> str:
@@ -164,8 +196,12 @@ def pair_sentence(cmp: PairwiseComparisonResult, alpha: float | None = None) -> 
             tail = f"; the {prob:.0%} simultaneous intervals are the single-step ones, which separate fewer"
         else:
             tail = f"; the intervals are per pair ({prob:.0%}), not simultaneous"
+    floor = resolution_words(cmp, alpha)
+    if floor:  # the count is what the p-values' floors allow, not a finding (audit R1: "0 of 300" on SWE-bench)
+        head += ", a verdict the p-value's resolution caps" if n_judged == 1 else ", a count the p-values' resolution caps"
     return (
-        f"{head}{rows}{adj}{tail}.{_near_level(ds, alpha, adjust)}"
+        f"{head}{rows}{adj}{tail}." + (f" Resolution: {floor}" if floor else "")
+        + _near_level(ds, alpha, adjust, bool(floor))
         + (f" {why_none}" if n_none else "")
         + (f" {n_undef} of the {m} pairs share fewer than 2 tasks: not tested (NaN in the table)." if n_undef else "")
     )
@@ -246,23 +282,66 @@ def _untested_text(ds: xr.Dataset, mask: np.ndarray, a: dict, alpha: float, m: i
     )
 
 
-def _near_level(ds: xr.Dataset, alpha: float, adjust: str) -> str:
-    """A sentence on the verdicts Monte Carlo error could turn: adjusted p within two MC errors of ``alpha``."""
+def _near(p, se, level: float) -> np.ndarray:
+    """Whether each adjusted p-value lies within two Monte Carlo errors of ``level``: the one nearness rule.
+
+    Such a verdict at ``level`` (a ``differ``, a mark, a count) can turn with the seed or more draws.
+    An exact p-value (error 0) and an undefined one (NaN) are never near.
+    """
+    p, se = np.asarray(p, dtype=float), np.asarray(se, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(p) & (se > 0) & (np.abs(p - level) <= 2 * se)
+
+
+def _near_level(ds: xr.Dataset, alpha: float, adjust: str, floored: bool = False) -> str:
+    """A sentence on the verdicts Monte Carlo error could turn: adjusted p within two MC errors of ``alpha``.
+
+    ``floored``: the result's p-values have a resolution floor that keeps some pair from the level
+    (``resolution_words``); more draws move a pair there only once they lower that floor.
+    """
     if "p_adjusted_mcse" not in ds:
         return ""
     iu = np.triu_indices(ds.sizes["agent"], 1)
     p = ds["p_adjusted"].transpose("agent", "opponent").values[iu]
     se = ds["p_adjusted_mcse"].transpose("agent", "opponent").values[iu]
-    near = np.isfinite(p) & (se > 0) & (np.abs(p - alpha) <= 2 * se)
+    near = _near(p, se, alpha)
     if not near.any():
         return ""
     k, on = int(near.sum()), int((near & (p < alpha)).sum())
     knob, more = _mc_knob(ds.attrs, adjust)
+    them = "them" if k > 1 else "it"
+    could = (f"so more {more} could move {them} across" if not floored else
+             f"so more {more} could move {them} across, but only once there are at least as many as the resolution above asks for")
     return (
         f" The adjusted p-values are Monte Carlo estimates: {k} pair{'s' if k > 1 else ''} ({on} counted as "
-        f"differing) lie{'' if k > 1 else 's'} within two Monte Carlo errors of {alpha:g}, so more {more} could move "
-        f"{'them' if k > 1 else 'it'} across (a setting of the Python call: compare_agents(..., {knob}=...))."
+        f"differing) lie{'' if k > 1 else 's'} within two Monte Carlo errors of {alpha:g}, {could} "
+        f"(a setting of the Python call: compare_agents(..., {knob}=...))."
     )
+
+
+def resolution_words(cmp: PairwiseComparisonResult, alpha: float) -> str:
+    """What the p-values' floors leave the result's own adjustment unable to call at ``alpha`` (``""``: nothing).
+
+    The result's own words: at its level the note it recorded (``recorded_note``, the
+    ``PValueResolutionWarning`` ``compare_agents`` raised), at another level the warning its
+    ``significant(alpha)`` raises. SWE-bench, tasks as units, the bootstrap test with Holm at the
+    default 9,999 resamples: no p-value below 0.0002 against Holm's first threshold 0.05 / 300,
+    so "0 of 300 pairs differ" was resolution, not evidence (audit R1).
+    """
+    import warnings
+
+    from ..freq import PValueResolutionWarning
+    from ..freq._resampling._pairwise_result import recorded_note
+
+    a = _attrs(cmp)
+    if np.isclose(alpha, 1.0 - float(a.get("ci_prob", 0.95))):
+        return recorded_note(a, str(a.get("adjust", "holm")))
+    if not hasattr(cmp, "significant"):  # a bare Dataset: only its recorded notes
+        return ""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cmp.significant(alpha)
+    return next((str(w.message) for w in caught if issubclass(w.category, PValueResolutionWarning)), "")
 
 
 def _mc_knob(a: dict, adjust: str) -> tuple[str, str]:
@@ -345,6 +424,9 @@ def pair_frame(
             out[label] = df[key].astype(float)
     out.index.name = "pair"
     out.attrs["untested"] = _untested_units(df, none, a)
+    out.attrs["resolution"] = resolution_words(cmp, alpha)  # what the p-values' floors keep from the level
+    if "p Holm" in out and "p_holm_mcse" in df:  # not a column: what ``marks_holm_note`` reads its count's nearness by
+        out.attrs["MC error of p Holm"] = df["p_holm_mcse"].astype(float).set_axis(out.index)
     return out
 
 
@@ -423,7 +505,8 @@ def marks_holm_note(table: pd.DataFrame, alpha: float) -> str:
         # a floor, not a near miss: a pair Holm puts ten times below the level, max-T above it
         if ((table["p Holm"] < level / 10) & (table[col] >= level)).any():
             # the marks as code: bare, the report's Markdown read "(**) ... (***)" as bold text
-            counts.append(f"at {level:.3g} (`{mark}`) max-T separates {n_max} pairs and Holm {n_holm}")
+            counts.append(f"at {level:.3g} (`{mark}`) max-T separates {n_max} pairs and Holm {n_holm}"
+                          + _counts_near(table, col, level))
             levels.append(level)
     if not counts:
         return ""
@@ -451,6 +534,25 @@ def marks_holm_note(table: pd.DataFrame, alpha: float) -> str:
             "2 / 2^K), and Holm multiplies it by up to the number of pairs."
         )
     return text + " Read `p Holm` beside the marks."
+
+
+def _counts_near(table: pd.DataFrame, col: str, level: float) -> str:
+    """The clause that makes ``marks_holm_note``'s two counts at ``level`` Monte Carlo-uncertain, if they are.
+
+    Max-T's count by the table's ``MC error of p max-T``, Holm's by the error ``pair_frame`` keeps in
+    ``attrs["MC error of p Holm"]``; each pair within two errors of ``level`` (``_near``) can cross it
+    with the seed (METR at 0.001: max-T's 13 was 10 to 13 over seeds 0-5, audit R4). ``""``: neither is.
+    """
+    near = []
+    for p, se in ((table[col], table.get(f"MC error of {col}")), (table["p Holm"], table.attrs.get("MC error of p Holm"))):
+        # Holm's error is kept by pair: read for the rows this table holds (a subset keeps the whole attrs)
+        se = se.reindex(table.index) if isinstance(se, pd.Series) else se
+        near.append(0 if se is None else int(_near(p, se, level).sum()))
+    if not any(near):
+        return ""
+    whose = [f"{n} pair's" if n == 1 else f"{n} pairs'" for n in near]
+    return (f" (Monte Carlo-uncertain: {whose[0]} `{col}` and {whose[1]} `p Holm` "
+            f"lie within two Monte Carlo errors of {level:.3g}, so either count can move with the seed or more draws)")
 
 
 def _the_pairs(n: int) -> str:
