@@ -299,8 +299,8 @@ def test_every_disagree_column_reads_undefined_where_it_did_not_judge():
     """The audit: variance rows at the boundary, rows with other terms and pairs without a p-value read
     `disagree: no`. Each table's rendered cell is now "yes", "no" or "undefined", judged by hand here.
     """
+    from hierbench.freq import disagree_label as _disagree_label
     from hierbench.report import markdown_table
-    from hierbench.report._pairs import _disagree_label
     from hierbench.report._pairs import _disagree_words
     from hierbench.report._variance import _agreement
 

@@ -63,7 +63,7 @@ def test_the_frame_keeps_the_numbers_and_only_the_display_is_text(cmp3):
 
 
 def test_interval_and_p_disagree_exactly_when_their_verdicts_differ():
-    from hierbench.report._pairs import _disagree
+    from hierbench.freq import ci_p_disagree as _disagree
 
     # SWE-bench DeepSeek V3.2 Reasoner - Qwen3-Coder: [0.002, 0.090] excludes 0, p = 0.052 does not reach 0.05
     lower = [0.002, -0.010, 0.010, -0.200, -0.100, 0.010]

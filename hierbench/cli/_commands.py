@@ -255,7 +255,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if matrix:
             print(pair_matrix(cmp, alpha=alpha, order=score_order(ds)).to_string())
             name = cmp.to_dataset().attrs.get("adjust_name", "Holm")
-            print(f"\n{marks_legend(alpha, name).replace('`', '')}.")
+            print("\n" + textwrap.fill(f"{marks_legend(alpha, name, table).replace('`', '')}.", 100))
         else:
             shown, said = (table, "") if args.all_pairs else shown_pairs(
                 table, "hierbench compare with --all-pairs (one row each) or --json")

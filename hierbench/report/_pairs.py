@@ -22,6 +22,9 @@ import xarray as xr
 
 from .._base import counted
 from .._base import fit_record
+from ..freq import ci_p_disagree
+from ..freq import disagree_label
+from ..freq import disagree_way
 from ._context import g_interval
 from ._match import battles_fit
 from ._pair_rows import PAIR_ROWS
@@ -331,7 +334,7 @@ def resolution_words(cmp: PairwiseComparisonResult, alpha: float) -> str:
     import warnings
 
     from ..freq import PValueResolutionWarning
-    from ..freq._resampling._pairwise_result import recorded_note
+    from ..freq import recorded_note
 
     a = _attrs(cmp)
     if np.isclose(alpha, 1.0 - float(a.get("ci_prob", 0.95))):
@@ -418,7 +421,7 @@ def pair_frame(
     out[f"p ({test})"] = df["p_value"].astype(float)
     out[f"MC error of p ({test})"] = df["p_value_mcse"].astype(float)
     lo, hi, pv = out["per-pair lower"], out["per-pair upper"], out[f"p ({test})"]
-    out[_disagree_label(alpha)] = judged(_disagree(lo, hi, pv, alpha), lo.notna() & hi.notna() & pv.notna())
+    out[disagree_label(alpha)] = judged(ci_p_disagree(lo, hi, pv, alpha), lo.notna() & hi.notna() & pv.notna())
     for key, label in (("p_holm", "p Holm"), ("p_bh", "p BH")):
         if label != p_col and not own:  # over one pair both are its own p-value
             out[label] = df[key].astype(float)
@@ -613,24 +616,8 @@ def _no_p_at_all(table: pd.DataFrame, bare: list[str], level: str, some_have: bo
     return text
 
 
-def _disagree_label(alpha: float) -> str:
-    return f"per-pair CI and p disagree (at {alpha:g})"
-
-
-def _disagree(lower, upper, p, alpha: float) -> np.ndarray:
-    """Whether a pair's per-pair interval and its own p-value reach different verdicts at ``alpha``.
-
-    The interval excludes 0 (``lower > 0`` or ``upper < 0``) exactly when it
-    "separates" the pair; the test separates it when ``p < alpha``. A pair
-    whose interval or p-value is undefined (NaN) is not marked.
-    """
-    lo, hi, pv = (np.asarray(x, float) for x in (lower, upper, p))
-    defined = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(pv)
-    return defined & (((lo > 0) | (hi < 0)) != (pv < alpha))
-
-
 def _disagree_alpha(col: str) -> str:
-    """The level a :func:`_disagree_label` column states, as it is written there ("0.05")."""
+    """The level a ``disagree_label`` column states, as it is written there ("0.05")."""
     return col.rsplit("(at ", 1)[1].rstrip(")")
 
 
@@ -641,17 +628,13 @@ def disagree_column(table: pd.DataFrame) -> str | None:
 
 def _disagree_words(table: pd.DataFrame, col: str) -> list[str]:
     """The disagreement column as text: which way the two disagree, blank where they agree, "undefined" where not judged."""
-    alpha = _disagree_alpha(col)
+    alpha = float(_disagree_alpha(col))
     out = []
     for flag, lo, hi in zip(table[col], table["per-pair lower"], table["per-pair upper"], strict=True):
         if flag is pd.NA or flag is None:  # the interval or the p-value is undefined: no verdict
             out.append("undefined")
-        elif not flag:
-            out.append("")
-        elif lo > 0 or hi < 0:
-            out.append("CI excludes 0 only")
         else:
-            out.append(f"p < {alpha} only")
+            out.append(disagree_way(lo, hi, alpha) if flag else "")
     return out
 
 

@@ -165,8 +165,17 @@ def _family_maxt(
     infinite, and so is its flipped ``|t|`` under the patterns that flip all its units
     alike, which the maximum then counts (:func:`hierbench.freq._resampling._maxt.signflip_maxt`).
     The multivariate-t route has no law for an infinite ``t``: there such a pair is left out.
+
+    A pair whose difference is 0 on every unit it shares (SE 0, ``t = 0/0``) gets ``p_maxt``
+    1: its ``|t|`` is taken as 0, as the null draws take it, and every sign
+    pattern's largest ``|t|`` is at least 0; so too where every pair ties and there is no family.
     """
     ok = _tested(st, infinite=test == "permutation")
+    with np.errstate(invalid="ignore"):
+        tie = np.flatnonzero(st["defined"] & (st["se"] == 0) & (st["mean_diff"] == 0))
+    for name in ("p_maxt", "p_maxt_stepdown", "p_maxt_mcse", "p_maxt_stepdown_mcse"):
+        st[name] = np.full(st["defined"].shape, np.nan)
+        st[name][tie] = 0.0 if name.endswith("_mcse") else 1.0
     if not ok.size:
         return {"crit": np.nan, "exact": True, "n_patterns": 0}
     if test == "permutation":
@@ -179,7 +188,6 @@ def _family_maxt(
     names = {"p": "p_maxt", "p_mcse": "p_maxt_mcse", "p_stepdown": "p_maxt_stepdown",
              "p_stepdown_mcse": "p_maxt_stepdown_mcse"}
     for key, name in names.items():
-        st[name] = np.full(st["defined"].shape, np.nan)
         st[name][ok] = out[key]
     return out
 
@@ -359,9 +367,9 @@ def compare_agents(
         ``cohens_dz``, ``n_tasks``, ``n_units`` (tasks, or clusters), ``p_value_floor`` (the
         smallest p-value the pair's test can give) and ``p_permutation_exact``. NaN on the
         diagonal. ``attrs``: the test, adjustment, unit (``test_unit``: McNemar's is the tasks),
-        ``maxt_crit``, ``p_value_note`` (why ``p_adjusted`` can be below ``p_value``) and
-        ``p_holm_note`` / ``p_bh_note`` / ``p_maxt_note``: what the floors leave each adjustment
-        unable to call (warned for the one used, by ``significant`` / ``matrix`` for another).
+        ``maxt_crit``, ``p_value_note`` (why ``p_adjusted`` can be below ``p_value``), ``p_maxt_tie_note``
+        (why a pair with no difference on any unit has ``p_maxt`` 1) and ``p_holm_note`` / ``p_bh_note`` /
+        ``p_maxt_note``: what the floors leave each adjustment unable to call (warned, and said in the repr).
 
     Examples
     --------

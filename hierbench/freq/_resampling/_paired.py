@@ -29,6 +29,7 @@ from ..._base import check_prob
 from ..._base import cluster_codes
 from ..._base import field_alias
 from ..._base import input_label
+from ..._base import interval_label
 from ..._base import renamed_kwargs
 from ..._base import warn_user
 from ..._docs import fill_doc
@@ -313,7 +314,53 @@ class PairedTestResult(Result):
         if self.test:
             lines.append(f"  p_value {float(self.p_value):.3g} (p_{self.test}, as compare_agents would choose: "
                          f"{self.test_reason})")
-        return lines
+        return lines + self._disagree_lines()
+
+    def _disagree_lines(self) -> list[str]:
+        """The repr's note where the interval and ``p_value`` reach different verdicts at ``1 - ci_prob``.
+
+        The rule and its words are the ones the report and ``hierbench compare`` mark a pair
+        with (``ci_p_disagree``, ``disagree_label``, ``disagree_way``).
+        """
+        import textwrap
+
+        prob = self.ci.attrs.get("ci_prob")
+        if not self.test or prob is None:
+            return []
+        alpha = 1 - float(prob)
+        lo, hi = (float(v) for v in np.asarray(self.ci.values, dtype=float))
+        if not ci_p_disagree(lo, hi, float(self.p_value), alpha):
+            return []
+        text = (f"note: {disagree_label(alpha)}: {disagree_way(lo, hi, alpha)}. The {interval_label(self.ci)} "
+                f"interval and p_{self.test} are different procedures, so near the level they can reach "
+                "different verdicts; the report and `hierbench compare` mark such a pair the same way.")
+        return textwrap.wrap(text, 100, initial_indent="  ", subsequent_indent="    ")
+
+
+# --------------------------------------------------------------------------- interval against p-value
+
+
+def ci_p_disagree(lower, upper, p, alpha: float) -> np.ndarray:
+    """Whether a pair's interval and its own p-value reach different verdicts at ``alpha``.
+
+    The interval excludes 0 (``lower > 0`` or ``upper < 0``) exactly when it "separates"
+    the pair; the test separates it when ``p < alpha``. A pair whose interval or p-value is
+    undefined (NaN) is not marked. The one rule for the :class:`PairedTestResult` repr, and
+    for the pair tables of the report and ``hierbench compare``.
+    """
+    lo, hi, pv = (np.asarray(x, float) for x in (lower, upper, p))
+    defined = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(pv)
+    return defined & (((lo > 0) | (hi < 0)) != (pv < alpha))
+
+
+def disagree_label(alpha: float) -> str:
+    """The name of a flag of ``ci_p_disagree`` at ``alpha`` (the pair tables' column)."""
+    return f"per-pair CI and p disagree (at {alpha:g})"
+
+
+def disagree_way(lower: float, upper: float, alpha: float) -> str:
+    """Which way a pair that ``ci_p_disagree`` flags disagrees, in the pair tables' words."""
+    return "CI excludes 0 only" if lower > 0 or upper < 0 else f"p < {alpha:g} only"
 
 
 def _warn_undefined(out: dict[str, float], label: str) -> None:

@@ -73,7 +73,14 @@ _ANTISYMMETRIC = ("mean_diff", "cohens_dz")
 #: why ``adjust="auto"`` leaves one pair unadjusted (``attrs["adjust_reason"]``)
 ONE_PAIR = "none: one pair, so its own p-value is the verdict (Holm over one pair leaves it as it is)"
 #: the notes :meth:`PairwiseComparisonResult.to_frame` carries in the frame's attrs
-_FRAME_NOTES = ("p_value_note", "p_holm_note", "p_bh_note", "p_maxt_note", "test_note", "p_mcnemar_note")
+_FRAME_NOTES = (
+    "p_value_note", "p_holm_note", "p_bh_note", "p_maxt_note", "p_maxt_tie_note", "test_note", "p_mcnemar_note",
+)
+#: why a pair with no difference on any unit has max-T p-value 1 (``attrs["p_maxt_tie_note"]``)
+TIE_NOTE = (
+    "a pair whose difference is 0 on every unit it shares has p_maxt 1: its |t| is 0/0, taken as 0 "
+    "as the sign-flip draws take it, and every pattern's largest |t| is at least 0"
+)
 
 
 def _adjusted_mcse(p: np.ndarray, mcse: np.ndarray, method: str) -> np.ndarray:
@@ -286,30 +293,41 @@ class PairwiseComparisonResult(Result):
         None (default): the result's own (``attrs["adjust"]``, ``p_adjusted``), whose
         verdict ``ci_simultaneous`` matches when it is ``"maxt"``.
 
-        For another adjustment or level than the result's own, a
-        :class:`PValueResolutionWarning` says what the p-values' floors leave it unable
-        to call, in the words ``compare_agents`` would use with that ``adjust`` (its
-        own one it said already).
+        Where the p-values' floors leave the adjustment unable to call some pairs (or
+        any) at ``alpha``, a :class:`PValueResolutionWarning` says so, in the words
+        ``compare_agents`` uses with that ``adjust``: for the result's own adjustment
+        too, each time, so a count of 0 never stands without its reason (the repr
+        carries the same note).
 
         The matrix is symmetric (``agent`` x ``opponent``, both orders of each pair), so
         ``.sum()`` counts every pair twice: count the upper triangle, or half the sum.
         """
-        a = 1 - float(self.ci.attrs["ci_prob"]) if alpha is None else check_prob(alpha, "alpha")
-        p = self._p_of(adjust)
+        a = self._alpha(alpha)
+        self._p_of(adjust)  # an adjustment the result has no p-values for is refused before any warning
         self._warn_resolution(adjust, a)
-        return (p < a).where(p.notnull(), False).rename("significant")
+        return self._called(a, adjust)
 
-    def _warn_resolution(self, adjust: str | None, alpha: float) -> None:
-        """``_resolution``'s words for ``adjust`` at ``alpha``, unless they are compare_agents' own.
+    def _alpha(self, alpha: float | None) -> float:
+        return 1 - float(self.ci.attrs["ci_prob"]) if alpha is None else check_prob(alpha, "alpha")
+
+    def _called(self, alpha: float, adjust: str | None) -> xr.DataArray:
+        """:meth:`significant`'s matrix, without its warning (the repr states the note itself)."""
+        p = self._p_of(adjust)
+        return (p < alpha).where(p.notnull(), False).rename("significant")
+
+    def _floor_note(self, adjust: str | None, alpha: float) -> str:
+        """``_resolution``'s words for ``adjust`` (None: the result's own) at ``alpha`` (``""``: nothing).
 
         At the result's own level they are the ones recorded in its attrs (``recorded_note``).
         """
-        own = self.table.attrs["adjust"]
-        at_level = np.isclose(alpha, 1 - float(self.ci.attrs["ci_prob"]))
-        if adjust in (None, own) and at_level:
-            return
-        adjust = own if adjust is None else adjust
-        note = recorded_note(self.table.attrs, adjust) if at_level else _resolution(self.table, adjust, alpha)
+        adjust = self.table.attrs["adjust"] if adjust is None else adjust
+        if np.isclose(alpha, 1 - float(self.ci.attrs["ci_prob"])):
+            return recorded_note(self.table.attrs, adjust)
+        return _resolution(self.table, adjust, alpha)
+
+    def _warn_resolution(self, adjust: str | None, alpha: float) -> None:
+        """Warn ``_floor_note``'s words, where there are any."""
+        note = self._floor_note(adjust, alpha)
         if note:
             warn_user(note, PValueResolutionWarning)
 
@@ -323,28 +341,40 @@ class PairwiseComparisonResult(Result):
     ) -> pd.DataFrame:
         """The compact agents x agents view: difference (row minus column), ``*`` where it differs.
 
-        Agents are ordered by their average difference to the others (best first), so
-        the upper triangle reads as "row beats column by". Rows are ``"1 name"``,
+        Agents are ordered by their average difference to the others (best first). Where
+        every pair shares the same tasks that is the order of their mean scores, and the
+        upper triangle reads as "row beats column by"; where the pairs share different
+        tasks a cell above the diagonal can be negative (each cell is row minus column on
+        the tasks both ran), and the order can differ from the report's and ``hierbench
+        compare``'s, which is by mean score per task. Rows are ``"1 name"``,
         columns the numbers (``names=True``: the names) to keep 25 agents narrow.
-        The marks are :meth:`significant`'s verdict (``adjust`` as there).
+        The marks are :meth:`significant`'s verdict (``adjust`` as there, with its warning).
 
         Returns
         -------
         pandas.DataFrame
             Strings such as ``"+0.64*"``; the diagonal is empty.
         """
+        return self._matrix(self.significant(alpha, adjust=adjust).values, digits, names)
+
+    def _order(self) -> np.ndarray:
+        """The agents by their average difference to the others, best first (:meth:`matrix`'s order)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.argsort(-np.nanmean(self.table["mean_diff"].values, axis=1), kind="stable")
+
+    def _matrix(self, sig: np.ndarray, digits: int = 2, names: bool = False) -> pd.DataFrame:
+        """:meth:`matrix` with the marks ``sig`` (an agent x opponent boolean matrix)."""
         import pandas as pd
 
         est = self.table["mean_diff"].values
-        sig = self.significant(alpha, adjust=adjust).values
         agents = [str(a) for a in self.table["agent"].values]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            order = np.argsort(-np.nanmean(est, axis=1), kind="stable")
+        order = self._order()
         cells = [
             [
                 "" if i == j or not np.isfinite(est[i, j])
-                else f"{est[i, j]:+.{digits}f}" + ("*" if sig[i, j] else "")
+                # round(v) + 0.0: a difference that rounds to zero reads +0.00, not -0.00
+                else f"{round(float(est[i, j]), digits) + 0.0:+.{digits}f}" + ("*" if sig[i, j] else "")
                 for j in order
             ]
             for i in order
@@ -357,7 +387,9 @@ class PairwiseComparisonResult(Result):
         df = self.to_frame()
         attrs = self.table.attrs
         adjust = attrs["adjust"]
-        n_sig = int(self.significant().values[np.triu_indices(len(self.table["agent"]), 1)].sum())
+        alpha = self._alpha(None)
+        sig = self._called(alpha, None)
+        n_sig = int(sig.values[np.triu_indices(len(self.table["agent"]), 1)].sum())
         sim = adjust == "maxt"
         lines = [
             f"{type(self).__name__}: {len(df)} pair{'' if len(df) == 1 else 's'}, mean paired difference "
@@ -368,11 +400,15 @@ class PairwiseComparisonResult(Result):
             + f"; {attrs.get('test', '?')} test",
             self._verdict_line(n_sig, len(df)),
         ]
+        # what the p-values' floors leave the verdict unable to call: beside the count, every time
+        if note := self._floor_note(None, alpha):
+            lines += _wrap_note(note)
         lines += self._crossing_lines()
+        lines += self._shared_lines()
         if attrs.get("test_note"):
-            lines += textwrap.wrap(f"note: {attrs['test_note']}.", 100, initial_indent="  ", subsequent_indent="    ")
+            lines += _wrap_note(f"{attrs['test_note']}.")
         if self.table.sizes["agent"] <= 8:
-            lines += ["  " + s for s in self.matrix().to_string().splitlines()]
+            lines += ["  " + s for s in self._matrix(sig.values).to_string().splitlines()]
         else:
             lo, hi = ("simultaneous_lower", "simultaneous_upper") if sim else ("lower", "upper")
             p = self.table["p_adjusted"].values[np.triu_indices(len(self.table["agent"]), 1)]
@@ -403,6 +439,30 @@ class PairwiseComparisonResult(Result):
             return f"  {untested}"
         return f"  {n_sig} of {n - k if k else n} pairs {'tested ' if k else ''}differ ({how}" + (f"; {untested}" if k else "")
 
+    def _shared_lines(self) -> list[str]:
+        """The repr's note where the pairs share different numbers of tasks (``n_tasks``).
+
+        Each pair is compared on the tasks both agents ran; where those differ, so may the
+        matrix's order from the report's (by mean score), and a cell above its diagonal can
+        be negative: the note says so when the repr shows a matrix with such a cell.
+        """
+        iu = np.triu_indices(self.table.sizes["agent"], 1)
+        n = self.table["n_tasks"].values[iu]
+        n = n[np.isfinite(n)]
+        if not n.size or n.min() == n.max():
+            return []
+        a = self.table.attrs
+        of = f" of the {a['n_units_total']:,} tasks" if a.get("unit") == "tasks" and "n_units_total" in a else " tasks"
+        text = (f"the pairs share different numbers of tasks, {int(n.min()):,} to {int(n.max()):,}{of} "
+                "(to_frame()['n_tasks']); each pair is compared on the tasks both agents ran")
+        est, order = self.table["mean_diff"].values, self._order()
+        upper = est[np.ix_(order, order)][np.triu_indices(len(order), 1)]
+        if self.table.sizes["agent"] <= 8 and np.any(np.round(upper, 2) < 0):
+            text += (", so in the matrix (rows by mean paired difference against the others; the report and "
+                     "`hierbench compare` order by mean score per task) a cell above the diagonal can be "
+                     "negative: every cell is row minus column")
+        return _wrap_note(text + ".")
+
     def _crossing_lines(self) -> list[str]:
         """The repr's note where some pair's adjusted p-value is below its raw one (``attrs["p_value_note"]``)."""
         iu = np.triu_indices(self.table.sizes["agent"], 1)
@@ -411,11 +471,24 @@ class PairwiseComparisonResult(Result):
         note = self.table.attrs.get("p_value_note", "")
         if not n or not note:
             return []
-        text = f"note: {n} of {iu[0].size} pairs have p_adjusted below p_value: {note}."
-        return textwrap.wrap(text, 100, initial_indent="  ", subsequent_indent="    ")
+        return _wrap_note(f"{n} of {iu[0].size} pairs have p_adjusted below p_value: {note}.")
+
+
+def _wrap_note(text: str) -> list[str]:
+    """A repr note (``text`` after ``note: ``), wrapped at 100 characters and indented."""
+    return textwrap.wrap(f"note: {text}", 100, initial_indent="  ", subsequent_indent="    ")
 
 
 # --------------------------------------------------------------------------- assembly
+
+
+def _tie_note(ds: xr.Dataset) -> str:
+    """How many pairs have ``p_maxt`` 1 from a difference of 0 on every unit, and why (``""``: none)."""
+    iu = np.triu_indices(ds.sizes["agent"], 1)
+    with np.errstate(invalid="ignore"):
+        tie = (ds["p_maxt"].values[iu] == 1) & (ds["se"].values[iu] == 0) & (ds["mean_diff"].values[iu] == 0)
+    n = int(tie.sum())
+    return f"{n} of {iu[0].size} pairs: {TIE_NOTE}" if n else ""
 
 
 def _matrices(st: dict, pairs: list, flip: dict, boot, M: int) -> tuple[dict, np.ndarray]:
@@ -508,8 +581,9 @@ def _simultaneous_interval(
     c = float(fam.get("crit", np.nan))
     p = mats["p_maxt"]
     # a pair with SE 0 (in the sign-flip family, :func:`_family_maxt`): the interval is its
-    # difference, unless the critical value is infinite (few units: no pair can be separated)
-    zero = np.where(np.isfinite(c), 0.0, np.inf)
+    # difference, unless the critical value is infinite (few units: no pair can be separated);
+    # with no family at all (every pair ties on every unit: p_maxt 1, ``_family_maxt``) it is the 0 they share
+    zero = np.inf if np.isinf(c) else 0.0
     with np.errstate(invalid="ignore"):
         half = np.where(np.isfinite(p), np.where(mats["se"] > 0, c * mats["se"], zero), np.nan)
     with np.errstate(invalid="ignore"):
@@ -519,13 +593,14 @@ def _simultaneous_interval(
         keep = tie & (p >= 1.0 - prob) & (half < size)
         drop = tie & (p < 1.0 - prob) & (half >= size)
     half = np.where(keep, size, np.where(drop, np.nextafter(size, 0.0), half))
-    return _pm_interval(
-        mats, half, prob,
-        f"simultaneous, max-T over {m} comparisons: estimate +- {c:.4g} x SE, {c:.4g} the "
-        f"{prob:.0%} quantile of the largest |t| of the family ({method})"
-        if np.isfinite(c) else "simultaneous max-T interval not computed (no max-T adjustment)",
-        unit_scores, kind="max-t",
-    )
+    if np.isfinite(c):
+        detail = (f"simultaneous, max-T over {m} comparisons: estimate +- {c:.4g} x SE, {c:.4g} the "
+                  f"{prob:.0%} quantile of the largest |t| of the family ({method})")
+    elif np.isnan(c) and np.isfinite(p).any():  # max-T ran, but no pair has a difference on any unit
+        detail = f"simultaneous, max-T over {m} comparisons: {TIE_NOTE}, so each interval is that 0"
+    else:
+        detail = "simultaneous max-T interval not computed (no max-T adjustment)"
+    return _pm_interval(mats, half, prob, detail, unit_scores, kind="max-t")
 
 
 def _warn_zero_width(ds: xr.Dataset, unit: str) -> None:
@@ -605,4 +680,5 @@ def _pairwise_result(
     # for the columns a reader may use whatever the result's own adjustment ("" : nothing)
     for key, name in (("holm", "p_holm"), ("bh", "p_bh"), ("maxt", "p_maxt")):
         ds.attrs[name + "_note"] = _resolution(ds, key, 1 - prob)
+    ds.attrs["p_maxt_tie_note"] = _tie_note(ds)
     return PairwiseComparisonResult(table=ds)
