@@ -552,14 +552,27 @@ class CoverageStudyResult(Result):
     Attributes
     ----------
     coverage : DataArray
-        Share of replications whose interval covered the truth, per estimator (and cell).
+        Share of the replications with an interval (both ends defined) whose
+        interval covered the truth, per estimator (and cell). A replication
+        whose interval is undefined (NaN) is no miss: it is counted in
+        ``n_undefined`` (``share_defined`` says how often the method gave an
+        interval; ``coverage * share_defined`` counts an undefined interval
+        as a miss).
     coverage_interval : DataArray
-        Wilson interval for that share (the Monte Carlo uncertainty of the study).
+        Wilson interval for that share, over the ``n_defined`` replications
+        (the Monte Carlo uncertainty of the study).
     mean_width, bias, rmse : DataArray
+        Over the replications where they are defined.
     n_rep : int
     table : Dataset
         Every replication's ``side_by_side`` table, stacked along ``rep``
-        (``to_dataset()`` holds it as ``table_<variable>``).
+        (``to_dataset()`` holds it as ``table_<variable>``; ``defined`` says
+        which intervals had both ends).
+    n_defined, n_undefined : DataArray
+        Replications whose interval was defined / undefined (NaN), per
+        estimator (and cell).
+    share_defined : DataArray
+        ``n_defined / n_rep``: the share of replications with an interval.
     """
 
     coverage: xr.DataArray
@@ -569,25 +582,53 @@ class CoverageStudyResult(Result):
     rmse: xr.DataArray
     n_rep: int
     table: xr.Dataset
+    n_defined: xr.DataArray | None = None
+    n_undefined: xr.DataArray | None = None
+    share_defined: xr.DataArray | None = None
 
     estimate = field_alias("coverage", "The coverage (``coverage``), under the house name.")
     ci = field_alias("coverage_interval", "Its Wilson interval (``coverage_interval``).")
 
     def _repr_lines(self) -> list[str]:
-        """The coverage per estimator, its Monte Carlo interval's level apart from the level studied."""
-        head = (f"{type(self).__name__}: coverage (share of {self.n_rep} replications whose interval covered the "
-                f"truth), with {interval_label(self.ci)} interval: the study's Monte Carlo error, at its own "
-                "level (`prob`), not the level of the intervals studied (each line's note)")
+        """The coverage per estimator, its Monte Carlo interval's level apart from the level studied.
+
+        Where some intervals were undefined (NaN), the head says the coverage is among the defined
+        ones and each line how many were defined.
+        """
+        if self._some_undefined():
+            what = (f"of the {self.n_rep} replications, the share of those with an interval whose interval covered "
+                    "the truth; an undefined (NaN) interval is counted apart, not as a miss: each line says how "
+                    "many were defined")  # fmt: skip
+        else:
+            what = f"share of {self.n_rep} replications whose interval covered the truth"
+        head = (f"{type(self).__name__}: coverage ({what}), with {interval_label(self.ci)} interval: the study's "
+                "Monte Carlo error, at its own level (`prob`), not the level of the intervals studied (each line's "
+                "note)")  # fmt: skip
         return [*wrap_repr([head]), *self._cell_lines()]
 
+    def _some_undefined(self) -> bool:
+        return self.n_undefined is not None and bool((self.n_undefined > 0).any())
+
     def _cell_notes(self) -> xr.DataArray | None:
-        """Each estimator's intervals: their nominal level and kind (the level its coverage is to be read against)."""
+        """Each estimator's intervals: their nominal level and kind, and how many were defined where some were not.
+
+        The coverage is among the defined intervals, to be read against that level.
+        """
         t = self.table
         if "ci_prob" not in t or "ci_kind" not in t:
             return None
         level = xr.apply_ufunc(lambda p: np.array([f"{100 * float(x):.4g}%" for x in np.ravel(p)]).reshape(np.shape(p)),
                                t["ci_prob"])  # fmt: skip
-        return "nominal " + level.astype(object) + " " + t["ci_kind"].astype(object) + " intervals"
+        note = "nominal " + level.astype(object) + " " + t["ci_kind"].astype(object) + " intervals"
+        if not self._some_undefined():
+            return note
+        said = xr.apply_ufunc(np.vectorize(_defined_words, otypes=[object]), self.n_defined, self.n_undefined)
+        return said + "; " + note
+
+
+def _defined_words(n_defined: float, n_undefined: float) -> str:
+    """``"of 140 defined; 60 undefined"``: the replications a coverage is among, and those left out."""
+    return f"of {int(n_defined)} defined; {int(n_undefined)} undefined"
 
 
 def _coverage_replication(
@@ -630,6 +671,7 @@ def _coverage_table(reps: list, names: list[str]) -> xr.Dataset:
             "truth": tru,
             "error": est - tru,
             "covers": (lo <= tru) & (tru <= hi),
+            "defined": lo.notnull() & hi.notnull(),
             "ci_prob": template["ci_prob"],
             "ci_kind": template["ci_kind"],
         }
@@ -675,6 +717,11 @@ def coverage_study(
     Returns
     -------
     CoverageStudyResult
+        The coverage is among the replications where a method gave an
+        interval (both ends defined); ``n_defined`` / ``n_undefined`` count
+        them per estimator and ``share_defined`` is their share, so a method
+        that fails to give an answer is told apart from one that gives a
+        wrong one.
 
     Examples
     --------
@@ -701,15 +748,19 @@ def coverage_study(
     table = _coverage_table(reps, names)
     n = int(n_rep)
     hits = table["covers"].sum("rep")
-    cov = hits / n
-    cov_iv = wilson_interval(hits, n, prob=prob).rename(None)
+    n_def = table["defined"].sum("rep")
+    # a cell with no interval at all: NaN coverage and interval, said by its repr line ("of 0 defined")
+    cov_iv = wilson_interval(hits, n_def.where(n_def > 0, 1), prob=prob).rename(None).where(n_def > 0)
     cov_iv.attrs["ci_detail"] = "Wilson score interval: the Monte Carlo uncertainty of the coverage"
     return CoverageStudyResult(
-        coverage=cov,
+        coverage=(hits / n_def.where(n_def > 0)).rename(None),
         coverage_interval=cov_iv,
         mean_width=table["width"].mean("rep"),
         bias=table["error"].mean("rep"),
         rmse=np.sqrt((table["error"] ** 2).mean("rep")),
         n_rep=n,
         table=table,
+        n_defined=n_def.rename(None),
+        n_undefined=(n - n_def).rename(None),
+        share_defined=(n_def / n).rename(None),
     )

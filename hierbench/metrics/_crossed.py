@@ -48,6 +48,7 @@ from .._numerics import gauss_hermite
 from .._numerics import node_terms
 from .._numerics import population_nodes
 from ._common import check_k
+from ._common import fingerprints
 from ._common import min_runs_per_k
 from ._common import observed_defaults
 from ._common import observed_only
@@ -802,7 +803,10 @@ def crossed_variance_components(
         component)``, ``note`` over ``component`` (why a component is
         undefined, or what else it holds; empty otherwise); ``res["task"]``
         and ``res.data_vars`` answer as the Dataset of per-component draws
-        this function used to return.
+        this function used to return. ``attrs`` carry the fit's data
+        fingerprints (``hierbench_counts_hash``, ``hierbench_data_hash``), so
+        :func:`hierbench.compare.side_by_side` refuses a G-study of another log
+        beside it.
     """
     check_choice(scale, "scale", ["latent", "probability"])
     prob = check_prob(prob)
@@ -815,6 +819,7 @@ def crossed_variance_components(
     said = "; ".join(f"{c} {v}" for c, v in notes.items() if v)
     attrs = {"scale": scale, "model": "crossed", "agent_task": str(parts["opts"].get("agent_task", ""))}
     attrs |= {"note": said} if said else {}
+    attrs |= fingerprints(fit)  # which log: side_by_side refuses a G-study of another beside it
     draws.attrs = dict(attrs)
     undefined = [f"{c} is {v}" for c, v in notes.items() if v.startswith("undefined")]
     if undefined:

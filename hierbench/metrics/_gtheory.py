@@ -30,11 +30,15 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
+from .._base import COUNTS_HASH
+from .._base import DATA_HASH
 from .._base import DEFAULT_PROB
+from .._base import HierbenchError
 from .._base import check_prob
 from .._base import fit_record
 from .._base import make_interval
 from .._numerics import gauss_hermite
+from ._common import fingerprints
 from ._crossed import agents_with_runs
 from ._crossed import unidentified_by_design
 from ._crossed import unidentified_components
@@ -147,8 +151,45 @@ def _check_like(like) -> None:
     )
 
 
-def _component_draws(fit: xr.DataTree, like, n_quad: int) -> tuple[list[str], np.ndarray]:
+def _fit_log_words(fit: xr.DataTree) -> str:
+    """The fit's log in a few words: agents x tasks and runs, from its counts (``constant_data``)."""
+    if "constant_data" not in fit.children or "n_runs" not in fit["constant_data"]:
+        return "sizes not recorded"
+    n = fit["constant_data"]["n_runs"]
+    return f"{n.sizes.get('agent', 1)} agents x {n.sizes.get('task', 1)} tasks, {float(n.sum()):g} runs"
+
+
+def _check_same_log(fit: xr.DataTree, like, *, name: str = "bayes_variance_components") -> None:
+    """Refuse a G-study (``like``) of another log than the fit's, by their fingerprints.
+
+    The fit's ``hierbench_counts_hash`` (a count model's ``hierbench_data_hash`` is the same
+    fingerprint) against the one :func:`hierbench.freq.variance_components` stamps on its
+    estimate: the rule ``hierbench.report.build`` applies to a given G-study, in its words
+    (its ``FitDataMismatchError`` lives in ``report``, which ``metrics`` may not import). A
+    side without a fingerprint (an old fit, a G-study of an array) cannot be checked and is
+    let through.
+
+    Raises
+    ------
+    HierbenchError
+        The two fingerprints differ: naming both logs' sizes and fingerprints.
+    """
+    want = str(fit.attrs.get(COUNTS_HASH) or fit.attrs.get(DATA_HASH) or "")
+    got = str(getattr(like, "estimate", xr.DataArray()).attrs.get(COUNTS_HASH, ""))
+    if not want or not got or want == got:
+        return
+    sizes = " x ".join(f"{v:g} {k}" for k, v in like.sizes.items())
+    raise HierbenchError(
+        f"{name}: `fit` and `like` are not the same evaluation: the fit's log ({_fit_log_words(fit)}; "
+        f"fingerprint {want[:12]}) and the G-study's ({like.formula}: {sizes}, {like.n_obs} observations; "
+        f"fingerprint {got[:12]}). Give the G-study of the log the fit was made from, "
+        "hierbench.freq.variance_components(data) with the data passed to the fit (read with the same options)"
+    )
+
+
+def _component_draws(fit: xr.DataTree, like, n_quad: int, name: str) -> tuple[list[str], np.ndarray]:
     _check_like(like)
+    _check_same_log(fit, like, name=name)
     lat = _latent(fit)
     d = like._design
     facets = set(d.facets)
@@ -233,15 +274,21 @@ def bayes_variance_components(
     -------
     xarray.Dataset
         ``estimate`` (posterior mean), ``ci`` (``eti``) over ``component``;
-        ``draws(component, sample)``. Ready for :func:`hierbench.compare.side_by_side`.
+        ``draws(component, sample)``; attrs carry the fit's data fingerprints
+        (``hierbench_counts_hash``, ``hierbench_data_hash``). Ready for
+        :func:`hierbench.compare.side_by_side`, which refuses it beside a
+        result of another log.
 
     Raises
     ------
     TypeError
         ``like`` is not a G-study result (e.g. the eval dataset itself).
+    hierbench.HierbenchError
+        ``like`` is a G-study of another log than the fit's (their
+        ``hierbench_counts_hash`` differ; a side without one is not checked).
     """
     prob = check_prob(prob)
-    names, draws = _component_draws(fit, like, n_quad)
+    names, draws = _component_draws(fit, like, n_quad, "bayes_variance_components")
     est = xr.DataArray(draws.mean(-1), dims="component", coords={"component": names})
     lo, hi = np.quantile(draws, [0.5 - prob / 2, 0.5 + prob / 2], axis=-1)
     ci = make_interval(
@@ -264,7 +311,8 @@ def bayes_variance_components(
             "scale": "probability",
             "design": like.formula,
             "agents": str(spec.get("options", {}).get("agents", "")),
-        },
+        }
+        | fingerprints(fit),  # which log: side_by_side refuses a G-study of another beside it
     )
 
 
@@ -285,10 +333,16 @@ def bayes_d_study(
         ``<name>`` (posterior median) and ``<name>_ci`` (``eti``) over the
         size grid (dims ``n_<facet>``). Tasks nested in clusters spread as
         unevenly as in ``like``'s data (``like.d_study``'s default), said in
-        attr ``spread``.
+        attr ``spread``; attrs carry the fit's data fingerprints.
+
+    Raises
+    ------
+    hierbench.HierbenchError
+        ``like`` is a G-study of another log than the fit's: its sizes (held
+        facets, the spread of tasks over clusters) would not be the fit's.
     """
     prob = check_prob(prob)
-    _, draws = _component_draws(fit, like, n_quad)
+    _, draws = _component_draws(fit, like, n_quad, "bayes_d_study")
     ref = like.d_study(sizes)
     grid = {f: np.atleast_1d(np.asarray(v, dtype=float)) for f, v in sizes.items()}
     ndim = len(grid)
@@ -312,7 +366,7 @@ def bayes_d_study(
         ds[f"{k}_ci"] = make_interval(
             lo, hi, prob=prob, kind="eti", template=ds[k], warn_zero_width=False
         )
-    ds.attrs = {"design": like.formula, "scale": "probability"}
+    ds.attrs = {"design": like.formula, "scale": "probability"} | fingerprints(fit)
     for k in ("spread", "spread_kind", "run_spread", "run_spread_kind"):
         if k in ref.attrs:
             ds.attrs[k] = ref.attrs[k]
