@@ -53,7 +53,7 @@ def test_own_holm_that_cannot_reach_its_first_threshold_is_said_by_repr_signific
     df = res.to_frame()
     assert (df["p_value"] == floor).all()
     assert not smm.multipletests(df["p_value"], alpha=alpha, method="holm")[0].any()
-    need = math.ceil(2 * m / alpha) - 1  # 2 / (B + 1) < alpha / m from B = 239
+    need = math.floor(2 * m / alpha)  # 2 / (B + 1) < alpha / m needs B + 1 > 2 m / alpha = 240: B = 240
     assert f"no bootstrap p-value here can go below {floor:.3g}" in said
     assert f"{m} pairs put Holm's first threshold at {alpha / m:.3g}" in said
     assert f"raise `n_resamples` to at least {need}" in said
@@ -66,7 +66,7 @@ def test_own_holm_that_cannot_reach_its_first_threshold_is_said_by_repr_signific
         assert _resolution_messages(rec) == [said]
         marks = out.values if name == "significant" else out.apply(lambda c: c.str.endswith("*")).values
         assert not np.asarray(marks).any()
-    # at B = 239 the floor 2 / 240 is below 0.05 / 6: no note, no warning, and pairs are called
+    # at B = 240 the floor 2 / 241 is below 0.05 / 6: no note, no warning, and pairs are called
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         ok = compare_agents(_spread(), cluster=None, test="bootstrap", adjust="holm", n_resamples=need, rng=0)

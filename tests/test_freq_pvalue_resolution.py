@@ -107,7 +107,8 @@ def test_bh_says_conservative_below_alpha_and_none_only_at_alpha():
             assert alpha / m <= floor < alpha and called.sum() > 0
             k = next(k for k in range(1, m + 1) if m * floor / k < alpha)  # BH's smallest call set
             assert f"only when it calls at least {k} pairs different" in text and "conservative" in text
-            assert f"raise `n_resamples` to at least {math.ceil(2 * m / alpha) - 1}" in text  # 2 m / alpha = 240
+            # 2 / (B + 1) < alpha / m needs B + 1 > 2 m / alpha = 240 (equal is not below)
+            assert f"raise `n_resamples` to at least {math.floor(2 * m / alpha)}" in text
 
 
 def test_a_default_max_t_result_asked_for_holm_says_what_compare_agents_says():
