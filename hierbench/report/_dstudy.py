@@ -36,11 +36,15 @@ def plot_d_study(
         ``var_paired_diff`` (plotted as its square root, the SD of a paired
         difference, when ``sd``), ``sigma2_Delta``, ``e_rho2`` or ``phi``.
     hue : str, optional
-        A second size dim: one line per value. Other dims are taken at their
-        first value.
+        A second size dim: one line per value. Other dims are held at their
+        first value, said in the axes' left title (``held: n_run = 1``) where
+        they have several (select another with ``d.sel(n_run=4)`` first).
     bayes : xarray.Dataset, optional
         From :func:`hierbench.metrics.bayes_d_study` on the same grid: its median
-        dashed and its ``<var>_ci`` band.
+        dashed and its ``<var>_ci`` band, selected by label at the sizes ``d``'s
+        lines are drawn at (held sizes included). A held size or a dim
+        ``bayes`` lacks the labels of, or a dim of ``bayes`` that ``d`` does not
+        fix, is an error.
     optimum : dict, optional
         ``optimal_allocation(...).attrs["optimum"]``: marked with a star.
     ax : matplotlib Axes, optional
@@ -56,11 +60,12 @@ def plot_d_study(
     -------
     matplotlib.axes.Axes
         The axes drawn on (``ax``, or a new figure's): log-scaled planned size
-        on x, ``var`` (or its square root) on y; the legend's title names
-        the spreads ``d`` assumed: of tasks over clusters (its attr
-        ``spread_kind``) and of runs over agent x task cells (its attr
-        ``run_spread``: as observed when held at the G-study's, even when
-        asked for).
+        on x, ``var`` (or its square root) on y; the left title names the
+        sizes held at the first of several (``held: n_run = 1``), the
+        legend's title the spreads ``d`` assumed: of
+        tasks over clusters (its attr ``spread_kind``) and of runs over agent
+        x task cells (its attr ``run_spread``: as observed when held at the
+        G-study's, even when asked for).
 
     Examples
     --------
@@ -86,9 +91,12 @@ def plot_d_study(
         # constrained layout makes room for the legend outside the axes: a plain savefig keeps it whole
         _, ax = plt.subplots(figsize=(6, 4), layout="constrained")
     keep = {x} | ({hue} if hue else set())
-    sel = {k: 0 for k in da.dims if k not in keep}
-    da = da.isel(sel)
-    _draw_lines(ax, da, x, hue, keep, tf, bayes, var)
+    cut = [k for k in da.dims if k not in keep and da.sizes[k] > 1]  # a first value chosen among several
+    da = da.isel({k: 0 for k in da.dims if k not in keep})
+    held = _held_sizes(da, keep)
+    if bayes is not None and var in bayes:
+        bayes = _bayes_at(bayes, var, held, keep)
+    _draw_lines(ax, da, x, hue, tf, bayes, var)
     if optimum:
         key = x[2:] if x.startswith("n_") else x
         if key in optimum:
@@ -97,21 +105,73 @@ def plot_d_study(
     ax.set_xlabel(x)
     ylab = {"var_paired_diff": "SD of a paired difference", "sigma2_Delta": "absolute error SD"}
     ax.set_ylabel(ylab.get(var, var) if (sd and is_var) else var)
-    ax.set_xscale("log")
-    # the planned sizes themselves as the ticks, in plain numbers; no minor labels
-    # (on a short log axis they collide: "2x10^0 3x10^0 4x10^0")
-    from matplotlib.ticker import NullFormatter
-    from matplotlib.ticker import NullLocator
-
-    xs = sorted({float(v) for v in da[x].values})
-    ax.set_xticks(xs, [f"{v:g}" for v in xs])
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    _log_ticks(ax, da[x].values)
     # beside the lines, not over them
     # the spreads the projection assumed (d_study's attrs), where the figure is read
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
               title=_spread_title(d), title_fontsize=7)
+    if cut:  # the size(s) taken at the first of several, where the figure is read (the centre title is the caller's)
+        ax.set_title("held: " + ", ".join(f"{k} = {_fmt(held[k])}" for k in cut), loc="left", fontsize=8)
     return ax
+
+
+def _log_ticks(ax, values) -> None:
+    """A log x axis whose ticks are the planned sizes themselves, in plain numbers; no minor labels.
+
+    On a short log axis the minor labels collide: "2x10^0 3x10^0 4x10^0".
+    """
+    from matplotlib.ticker import NullFormatter
+    from matplotlib.ticker import NullLocator
+
+    ax.set_xscale("log")
+    xs = sorted({float(v) for v in values})
+    ax.set_xticks(xs, [f"{v:g}" for v in xs])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _held_sizes(da: xr.DataArray, keep: set[str]) -> dict[str, Any]:
+    """The planned sizes the plotted lines are at besides ``x`` and ``hue``: label by dim name.
+
+    ``da`` has had its other dims taken at their first value, so they are scalar coords now,
+    as are sizes the caller selected before (``d.sel(n_run=1)``); a size is a coord ``n_*``.
+    """
+    return {
+        str(k): c.item() for k, c in da.coords.items()
+        if c.ndim == 0 and str(k).startswith("n_") and k not in keep
+    }  # fmt: skip
+
+
+def _bayes_at(bayes: xr.Dataset, var: str, held: dict[str, Any], keep: set[str]) -> xr.Dataset:
+    """``bayes`` at the held sizes, by label; refused where it lacks them or has a size ``d`` does not fix."""
+    out = bayes
+    for k in keep:
+        if k not in out[var].dims:
+            raise ValueError(
+                f"`bayes[{var!r}]` has no dim {k!r}, along which the G-theory lines are drawn (its dims "
+                f"{out[var].dims}): give `bayes` from bayes_d_study on the same grid as `d`"
+            )
+    for k, v in held.items():
+        if k not in out.coords:  # a dim without labels cannot be matched by label
+            raise ValueError(
+                f"`bayes` has no size {k!r}, which the G-theory lines hold at {v!r}: give `bayes` "
+                f"from bayes_d_study on the same grid as `d`"
+            )
+        labels = np.atleast_1d(out[k].values)
+        if not np.isin(v, labels):
+            raise ValueError(
+                f"`bayes` has no {k} = {v!r}, where the G-theory lines are held (its {k}: "
+                f"{labels.tolist()}): give `bayes` from bayes_d_study on the same grid as `d`"
+            )
+        if k in out[var].dims:
+            out = out.sel({k: v})
+    extra = [k for k in out[var].dims if k not in keep and k != "ci_bound"]
+    if extra:
+        raise ValueError(
+            f"`bayes` varies along {extra}, which `d` does not fix (d's lines are over "
+            f"{sorted(keep)}, held at {held or 'nothing'}): select them in `bayes` first"
+        )
+    return out
 
 
 def _spread_title(d: xr.Dataset) -> str | None:
@@ -128,8 +188,16 @@ def _spread_title(d: xr.Dataset) -> str | None:
     return "\n".join(lines) or None
 
 
-def _draw_lines(ax, da, x, hue, keep, tf, bayes, var) -> None:
-    """One G-theory line per ``hue`` value, and the Bayesian median dashed with its band."""
+def _fmt(v: Any) -> str:
+    """A size for the title: ``1``, ``2.5``."""
+    return f"{v:g}" if isinstance(v, int | float | np.number) else str(v)
+
+
+def _draw_lines(ax, da, x, hue, tf, bayes, var) -> None:
+    """One G-theory line per ``hue`` value, and the Bayesian median dashed with its band.
+
+    ``bayes`` is already at the held sizes (``_bayes_at``); its lines are taken by label.
+    """
     import matplotlib.pyplot as plt
 
     hues = list(da[hue].values) if hue else [None]
@@ -141,11 +209,14 @@ def _draw_lines(ax, da, x, hue, keep, tf, bayes, var) -> None:
         ax.plot(line[x].values, tf(line.values), "-o", ms=3, color=c, label=label + " (G)")
         if bayes is None or var not in bayes:
             continue
-        b = bayes[var].isel({k: 0 for k in bayes[var].dims if k not in keep})
-        b = b.sel({hue: h}) if hue else b
+        if hue and h not in bayes[hue].values:
+            raise ValueError(
+                f"`bayes` has no {hue} = {h!r}, a line of the G-theory plot (its {hue}: "
+                f"{bayes[hue].values.tolist()}): give `bayes` from bayes_d_study on the same grid as `d`"
+            )
+        b = bayes[var].sel({hue: h}) if hue else bayes[var]
         ax.plot(b[x].values, tf(b.values), "--", color=c, label=label + " (Bayes)")
         if f"{var}_ci" in bayes:
-            ci = bayes[f"{var}_ci"].isel({k: 0 for k in bayes[var].dims if k not in keep})
-            ci = ci.sel({hue: h}) if hue else ci
+            ci = bayes[f"{var}_ci"].sel({hue: h}) if hue else bayes[f"{var}_ci"]
             lo, hi = tf(ci.sel(ci_bound="lower").values), tf(ci.sel(ci_bound="upper").values)
             ax.fill_between(ci[x].values, lo, hi, color=c, alpha=0.15)

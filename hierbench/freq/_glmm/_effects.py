@@ -155,9 +155,14 @@ class AgentVarianceResult(Result):
     _estimate_label: ClassVar[str] = "variance among agents by term, scale {scale}"
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per component; ``ci_kind`` and ``ci_detail`` are each row's own."""
+        """One row per component; ``ci_kind`` and ``ci_detail`` are each row's own.
+
+        Column ``scale`` (``"logit (variance among agents)"``: variances in logit^2, not
+        probability^2) says so on every row.
+        """
         df = super().to_frame()
         df["ci_kind"] = df.pop("ci_kinds")
+        df["scale"] = self.estimate.attrs.get("scale")
         return df
 
 

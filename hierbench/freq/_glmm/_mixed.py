@@ -103,8 +103,10 @@ class ScalesFit(Result):
         cut-points, ``"1|2"``); all on the logit scale. Columns ``estimate``, ``lower``,
         ``upper``, ``standard_error`` (fixed effects and abilities only), and each row's own
         ``ci_prob``, ``ci_kind`` and ``ci_detail`` (the parts' intervals are made differently).
-        ``attrs`` hold the scale and, for a formula's fit, the family, the deviance and the
-        fractional dispersion; for a crossed fit the log-likelihood.
+        Column ``scale`` (``"logit"``) says so on every row, so that a printed, concatenated
+        or saved table keeps it. ``attrs`` hold the scale and, for a formula's fit, the
+        family, the deviance and the fractional dispersion; for a crossed fit the
+        log-likelihood.
         """
         import pandas as pd
 
@@ -119,6 +121,7 @@ class ScalesFit(Result):
             }))  # fmt: skip
         df = pd.concat(frames, ignore_index=True).set_index(["part", "term"])
         df.attrs = self._frame_attrs()
+        df["scale"] = df.attrs["scale"]
         return df
 
     def _sd_lines(self) -> list[str]:

@@ -39,6 +39,7 @@ from ..._base import SmallSampleWarning
 from ..._base import warn_user
 from .._kernels import few_units
 from ._design_lang import Design
+from ._design_lang import parse_design
 from ._warnings import ConfoundedComponentWarning
 from ._warnings import ExtrapolationWarning
 from ._warnings import UndefinedCoefficientWarning
@@ -95,6 +96,22 @@ def pairs_of(d: Design, measurement: str | None) -> list[tuple[str, str]]:
         if not d.parents[c] and c not in M and below <= inside_t:
             out.append((t, c))
     return out
+
+
+def runs_in_tasks(vc) -> set[tuple[str, str]]:
+    """The :func:`spread_pairs` that are runs within tasks, not tasks within clusters.
+
+    With one agent (the object of measurement, dropped) ``run:(agent*task)`` leaves
+    ``run`` nested in ``task`` alone: a pair by the rule, and the arithmetic is that of
+    tasks in clusters, but the words must say runs per task. A pair is one of these when
+    its inner facet was also nested in a dropped facet in the design as given.
+    """
+    if not vc.dropped:
+        return set()
+    given = parse_design(vc.formula.split(" (without ")[0])
+    return {
+        (t, c) for t, c in spread_pairs(vc) if given.parents.get(t, frozenset()) & set(vc.dropped)
+    }
 
 
 def check_spread(vc, spread: Any) -> str | np.ndarray:
@@ -220,7 +237,10 @@ def planned_clusters(vc, sizes: dict[str, Any], spread: np.ndarray, asked: list[
 def spread_words(vc, spread: str | np.ndarray) -> str:
     """What the D-study assumed about the spread of tasks over clusters ("" when nothing)."""
     out = []
+    runs = runs_in_tasks(vc)
     for t, c in spread_pairs(vc):
+        # runs within tasks (one agent): the same arithmetic, told as runs per task
+        groups = "tasks" if (t, c) in runs else "clusters"
         n = np.asarray(vc._cluster_sizes.get(t, []), dtype=float)
         seen = (
             f"the G-study's {n.size} {c!r} hold {_fmt_size(n.min())}-{_fmt_size(n.max())} "
@@ -237,13 +257,18 @@ def spread_words(vc, spread: str | np.ndarray) -> str:
         elif spread == "even":
             head = (
                 f"{t!r} spread evenly over {c!r} (spread='even'; the best case: uneven "
-                "clusters give a larger error)"
+                f"{groups} give a larger error)"
             )
         else:
             head = (
                 f"{t!r} spread over {c!r} as unevenly as observed (spread='observed': "
-                f"effective clusters = clusters x {observed_ratio(vc, t):.4g}, the G-study's "
+                f"effective {groups} = {groups} x {observed_ratio(vc, t):.4g}, the G-study's "
                 "ratio, at least what the most uneven spread allows)"
+            )
+        if (t, c) in runs:
+            head = (
+                f"{t!r} per {c!r} (one {vc.dropped[0]!r}, no task clusters: {t!r} within {c!r} "
+                f"take the place of tasks within clusters): {head}"
             )
         out.append(
             f"{head}; {seen}. The mean weighs every {t!r} alike, so an effect of {c!r} without "
@@ -697,10 +722,13 @@ def universe_words(vc, fixed: frozenset) -> str:
     if not pairs:
         return "new tasks drawn independently (the design has no task clusters)"
     out = []
+    runs = runs_in_tasks(vc)
     for t, c in pairs:
         n = len(vc._cluster_sizes.get(t, [])) or _observed(vc, c)
         terms = [vc._design.name(e) for e in vc._design.effects if c in e and t not in e]
-        if c in fixed:
+        if (t, c) in runs:
+            out.append(_runs_universe_words(t, c, n, terms, c in fixed))
+        elif c in fixed:
             out.append(
                 f"these clusters, more tasks in each (universe='these_clusters'): the G-study's "
                 f"{_fmt_size(n)} {c!r} kept, new {t!r} drawn within them; the {c!r} terms {terms} "
@@ -716,6 +744,23 @@ def universe_words(vc, fixed: frozenset) -> str:
                 "universe='these_clusters')"
             )
     return "; ".join(out)
+
+
+def _runs_universe_words(t: str, c: str, n: float, terms: list[str], fixed: bool) -> str:
+    """:func:`universe_words` for runs ``t`` within tasks ``c`` (one agent: no task clusters)."""
+    if fixed:
+        return (
+            f"these {c!r}, more {t!r} of each (universe='these_clusters'; the design has no task "
+            f"clusters, {t!r} are nested in {c!r}): the G-study's {_fmt_size(n)} {c!r} kept; the "
+            f"{c!r} terms {terms} are part of what is measured, not error, so the prediction is "
+            f"for new {t!r} of these {c!r} only"
+        )
+    return (
+        f"new {c!r} drawn independently (the design has no task clusters: {t!r} are nested in "
+        f"{c!r}), as many as the planned {c!r} or else the G-study's {_fmt_size(n)}, each with "
+        f"the planned {t!r} per {c!r}; the {c!r} terms {terms} are error over the effective "
+        f"number of {c!r} (coord effective_n_{c})"
+    )
 
 
 def cluster_inflation(vc) -> tuple[float, float | None, float] | None:

@@ -112,6 +112,19 @@ class VarianceComponentsResult(Result):
         "design": "the attr design_kind (the attr design holds the formula, as the views' attrs do)",
     }
 
+    def __post_init__(self) -> None:
+        """Say in ``note`` what the residual holds when a facet was confounded with it (one run per cell)."""
+        # the fit (_gtheory's _single_levels) writes "residual is confounded with the run error", which
+        # names the run error alone; said here as what the residual holds (move it there when that is edited)
+        said = {
+            f"one {f} per cell: residual is confounded with the {f} error": confounded_words(self._design, f)
+            for f in self.confounded
+        }
+        parts = [said.get(p, p) for p in note_parts(self.note)]
+        parts = [w for w in said.values() if w not in parts] + parts
+        if self.confounded:
+            object.__setattr__(self, "note", "; ".join(parts))
+
     # -- views -----------------------------------------------------------------
     def _attrs(self) -> dict:
         attrs: dict = {
@@ -570,11 +583,25 @@ class VarianceComponentsResult(Result):
         return ds
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per component: estimate, lower, upper, se, ANOVA-type estimate, ci_flag."""
+        """One row per component: estimate, lower, upper, se, ANOVA-type estimate, ci_flag, scale, note.
+
+        ``scale``: the scale of the score whose variance is split (``"probability"`` for 0/1
+        scores, else ``"score"``; None when the result does not know it); ``note``: what
+        else a component holds (the residual, with one run per cell: the interaction of
+        the other facets too), else "".
+        """
         df = super().to_frame()
         df["anova_estimate"] = self.anova_raw
         df["ci_flag"] = _intervals.ci_flags(self, self.ci)
+        df["scale"] = self._attrs().get("scale")
+        df["note"] = [self._component_note(str(c)) for c in self.component_names]
         return df
+
+    def _component_note(self, name: str) -> str:
+        """What the component ``name`` holds besides its own variance ("" when nothing)."""
+        if name != "residual" or not self.confounded:
+            return ""
+        return "; ".join(confounded_words(self._design, f) for f in self.confounded)
 
     def _repr_lines(self) -> list[str]:
         ci = self.ci
@@ -590,7 +617,40 @@ class VarianceComponentsResult(Result):
         lines += [
             f"  (!) {n}: {w}" for n, w in zip(self.component_names, flags, strict=True) if w
         ]
-        return lines
+        scale = self._attrs().get("scale")
+        if scale is not None:
+            lines[0] += f"; variances on the {scale} scale"
+        return lines + [f"  note: {p}" for p in note_parts(self.note)]
+
+
+def note_parts(note: str) -> list[str]:
+    """The notes ``note`` joins with ``"; "``, split where no parenthesis is open (a note may hold "; " in one)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(note):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and note.startswith("; ", i):
+            parts.append(note[start:i])
+            start = i + 2
+    parts.append(note[start:])
+    return [p for p in parts if p]
+
+
+def confounded_words(design: Design | None, facet: str) -> str:
+    """The ``note`` on a facet with one level per cell (one run): what the residual holds.
+
+    The residual is then the interaction of the other facets (agent x task) plus the
+    ``facet``-to-``facet`` noise, which one level per cell cannot tell apart.
+    """
+    if design is None or not design.facets:
+        inter = "the interaction of the other facets"
+    else:
+        whole = frozenset(design.facets)
+        name = ":".join(design.primary(whole) + design.nesting(whole))
+        inter = f"the {name} interaction" if len(design.facets) > 1 else f"the {name} component"
+    return (
+        f"one {facet} per cell: the residual holds {inter} and {facet}-to-{facet} noise, "
+        f"which are confounded (no separate {facet} row, and a D-study with more {facet}s is NaN)"
+    )
 
 
 def require_components(vc: Any) -> None:
