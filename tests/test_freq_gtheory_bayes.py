@@ -102,7 +102,7 @@ def test_side_by_side_and_bayes_d_study(like):
     sbs = side_by_side({"G-theory": like, "Bayes crossed": bv}, allow_mixed_prob=False, allow_mismatch=True)
     assert list(sbs.estimator.values) == ["G-theory", "Bayes crossed"]
     assert list(sbs.component.values) == list(like.component_names)
-    assert list(sbs.ci_kind.values) == ["log-normal", "eti"]
+    assert list(sbs.ci_kind.values) == ["profile", "eti"]  # a balanced G-study is profiled by default (audit G 2)
     sizes = {"cluster": [10, 40], "task": [1, 2], "run": [1, 8]}
     bd = bayes_d_study(fit, like, sizes)
     # with a point-mass posterior, the Bayesian D-study is the G-theory D-study of its components

@@ -242,11 +242,14 @@ def test_ci_argument_and_defaults():
     # Wald on log(variance) and the delta method on logit(coefficient): each kind names its scale
     assert vw.ci.attrs["ci_kind"] == "log-normal"
     assert vw.coefficients()["ci"].attrs["ci_kind"] == "logit-normal"
-    # balanced data: ANOVA with its exact-variance Wald intervals by default; profile on request
+    # balanced data: ANOVA estimates with profile REML intervals by default (audit G 2: the
+    # exact-variance Wald intervals under-cover near 0), Wald on request
     y = np.random.default_rng(44).normal(size=(6, 5, 3))
     da = xr.DataArray(y, dims=("agent", "task", "run"))
     vb = variance_components(da)
-    assert vb.method == "anova" and vb.ci.attrs["ci_kind"] == "log-normal"
+    assert vb.method == "anova" and vb.ci.attrs["ci_kind"] == "profile"
+    assert vb.coefficients()["ci"].attrs["ci_kind"] == "profile"
+    assert variance_components(da, ci="wald").ci.attrs["ci_kind"] == "log-normal"
     vp = variance_components(da, ci="profile")
     ci = vp.ci
     assert ci.attrs["ci_kind"] == "profile"

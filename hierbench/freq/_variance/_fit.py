@@ -62,6 +62,29 @@ def dense_codes(shape: tuple[int, ...], dsg: Design) -> dict[frozenset, np.ndarr
     )
 
 
+def balanced_problem_size(shape: tuple[int, ...], dsg: Design) -> tuple[int, int]:
+    """The cell means and random-effect levels of a dense array's REML problem.
+
+    Counted as ``_reml.RemlProblem`` counts them (its ``C`` and ``q``) without building it,
+    so that ``ci="auto"`` can hold a balanced fit to the profiled sizes
+    (``PROFILE_MAX_CELLS``, ``PROFILE_MAX_LEVELS``) at no cost: the observations are
+    reduced to cell means when the innermost facet is nested in all the others, and every
+    other effect but the residual has one level per combination of its facets.
+    """
+    sizes = dict(zip(dsg.facets, (int(s) for s in shape), strict=True))
+    full = frozenset(dsg.facets)
+    prim = dsg.primary(full)
+    n = int(np.prod(list(sizes.values())))
+    cell = None
+    if len(prim) == 1 and dsg.parents[prim[0]] == full - {prim[0]} and len(full) > 1:
+        cell = full - {prim[0]}
+    n_cells = n // sizes[prim[0]] if cell is not None else n
+    n_levels = sum(
+        int(np.prod([sizes[f] for f in e])) for e in dsg.effects if e not in (full, cell)
+    )
+    return n_cells, n_levels
+
+
 def _mean_squares(ss: np.ndarray, df: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return ratio(ss, df)

@@ -16,6 +16,7 @@ from ..._base import check_choice
 from ..._base import check_prob
 from ..._base import is_binary
 from ..._base import make_interval
+from ..._base import warn_user
 from .._kernels import normal_z
 from .._kernels import one_blas_thread
 from . import _dstudy
@@ -24,6 +25,7 @@ from . import _reml
 from ._fit import dense_codes
 from ._fit import fit_reml
 from ._fit import problem_order
+from ._warnings import RemlConvergenceWarning
 from ._warnings import UndefinedCoefficientWarning
 
 __all__: list[str] = []
@@ -57,7 +59,7 @@ def wald_ci(vc, prob: float | None = None) -> xr.DataArray:
         kind="log-normal",
         detail=(
             f"Wald on log(variance) with standard errors from {src}; an estimate at 0 "
-            "gets [0, z * se]"
+            "gets [0, z * se], which has no coverage guarantee (profile_ci() gives the profile interval)"
         ),
         template=vc._comp(est),
         warn_zero_width=False,
@@ -83,11 +85,32 @@ def profiler(vc):
             s2e = float(vc.estimates_raw[order[-1]])
             theta = np.sqrt(np.maximum(vc.estimates_raw[order[:-1]], 0.0) / s2e)
         else:  # balanced ANOVA: the profile is of the REML likelihood, around its maximum
-            _, _, fi = fit_reml(y, ec, dsg, vc.anova_raw, need_cov=False)
-            theta = np.asarray(fi["theta"], dtype=float)
+            theta = _reml_start_of_anova(y, ec, dsg, vc.anova_raw)
         prof = _profile.Profiler(problem, theta)
     vc._memo["profiler"] = (prof, order)
     return prof, order
+
+
+def _reml_start_of_anova(y, ec, dsg, anova_raw) -> np.ndarray:
+    """The REML maximum a balanced ANOVA result's profile is built around (relative SDs).
+
+    Its non-convergence is said as what it is: the ANOVA estimates shown do not come
+    from it, the profile intervals do.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RemlConvergenceWarning)
+        _, _, fi = fit_reml(y, ec, dsg, anova_raw, need_cov=False)
+    for w in caught:
+        if issubclass(w.category, RemlConvergenceWarning):
+            warn_user(
+                f"the REML fit the profile intervals are built around did not report "
+                f"convergence ({fi['message']}): the profile intervals may be inaccurate (the "
+                "ANOVA estimates are not affected); wald_ci() gives the Wald intervals",
+                RemlConvergenceWarning,
+            )
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return np.asarray(fi["theta"], dtype=float)
 
 
 def _quiet_wald(fn, *args):
@@ -307,7 +330,10 @@ def interval_words(ci: xr.DataArray) -> str:
     pct = f"{100 * float(ci.attrs.get('ci_prob', np.nan)):.4g}%"
     if ci.attrs.get("ci_kind") == "profile":
         return f"{pct} profile REML likelihood intervals"
-    return f"{pct} Wald intervals on log(variance): estimate x exp(+-z se/estimate)"
+    words = f"{pct} Wald intervals on log(variance): estimate x exp(+-z se/estimate)"
+    if "[0, z * se]" in str(ci.attrs.get("ci_detail", "")) and bool((ci.sel(ci_bound="lower") == 0).any()):
+        words += "; an estimate at 0 gets [0, z se], with no coverage guarantee"
+    return words
 
 
 def _why_wide(vc, j: int, est: float, se: float) -> str:

@@ -39,7 +39,8 @@ class VarianceComponentsResult(Result):
     """A G-study: variance components with intervals, the ANOVA table, D-studies.
 
     ``estimate`` and ``ci`` (and the other DataArray views) are built when asked
-    for, so a balanced G-study costs microseconds.
+    for: a balanced G-study's estimates cost microseconds, its default profile
+    intervals a fraction of a second when first read.
 
     Attributes
     ----------
@@ -111,19 +112,6 @@ class VarianceComponentsResult(Result):
         "anova_raw": "the variable anova_estimate",
         "design": "the attr design_kind (the attr design holds the formula, as the views' attrs do)",
     }
-
-    def __post_init__(self) -> None:
-        """Say in ``note`` what the residual holds when a facet was confounded with it (one run per cell)."""
-        # the fit (_gtheory's _single_levels) writes "residual is confounded with the run error", which
-        # names the run error alone; said here as what the residual holds (move it there when that is edited)
-        said = {
-            f"one {f} per cell: residual is confounded with the {f} error": confounded_words(self._design, f)
-            for f in self.confounded
-        }
-        parts = [said.get(p, p) for p in note_parts(self.note)]
-        parts = [w for w in said.values() if w not in parts] + parts
-        if self.confounded:
-            object.__setattr__(self, "note", "; ".join(parts))
 
     # -- views -----------------------------------------------------------------
     def _attrs(self) -> dict:
