@@ -123,3 +123,11 @@ def test_run_logs_with_a_column_called_right_are_not_refused(tmp_path, capsys):
     # an agent column named like a side, with its partner unread but no verdict or per-side scores
     two = df.drop(columns=["result"]).rename(columns={"agent": "left", "left": "attempts"})
     assert from_records(two, agent="left").sizes["agent"] == 2
+
+
+def test_compare_refuses_battles_by_name_and_says_where_the_pairs_are(tmp_path, capsys):
+    # audit U6: `compare LOG --battles` fell through to argparse's "unrecognized arguments"
+    assert main(["compare", _llmfao_like(tmp_path), "--battles"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--battles: compare takes paired scores of agents over the same tasks" in err
+    assert "hierbench report --data LOG --battles -o REPORT" in err and "hierbench summary LOG --battles" in err

@@ -216,7 +216,19 @@ def _verdict_line(fit) -> str | None:
     return convergence_line(fit, remedy=convergence_remedy(fit, cli=True))
 
 
+#: why ``compare --battles`` is refused, and what to run instead
+COMPARE_NO_BATTLES = (
+    "--battles: compare takes paired scores of agents over the same tasks (a run log); a battle log has one "
+    "verdict per battle instead. For its agents, `hierbench summary LOG --battles` (who met whom; wins, ties, losses) "
+    "and `hierbench report --data LOG --battles -o REPORT` (Bradley-Terry abilities by maximum likelihood, "
+    "bootstrapped over prompts, with their rank intervals; give a FIT from `hierbench fit LOG --battles` for "
+    "the Bayesian half)"
+)
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
+    if args.battles:
+        raise CliError(COMPARE_NO_BATTLES)
     ds, msgs = load_any(args.file, args)
     from .._base import check_prob
     from ..freq import compare_agents

@@ -181,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="one row per pair even with many agents (default: a matrix above 8 agents)",
     )
     c.add_argument("--quiet", action="store_true", help="no progress line")
+    # a battle log has no paired scores per task: refused by name, saying where its pairs are
+    c.add_argument("--battles", action="store_true", help="refused: compare reads a run log (see the error)")
     _add_person_fit(c)
     c.set_defaults(func=_cmd_compare)
 
