@@ -204,6 +204,10 @@ def test_bradley_terry_records_its_design():
     m = build_bradley_terry(read_battles(df))
     s = m.hierbench["structure"]
     assert s["design"]["n_agents"] == 3 and s["design"]["n_comparisons"] == 80
+    # x-y, y-z, z-x and x-z: 4 ordered (first / second) pairs, 3 pairs of agents (audit U7: "pairs"
+    # was the ordered count, where summary and the report count pairs of agents)
+    assert (s["design"]["n_pairs"], s["design"]["n_ordered_pairs"]) == (3, 4)
+    assert "pairs 3 (4 in order, first / second)" in describe(m)
     # 3 agents: the centred form would funnel however many comparisons they have
     assert s["decisions"]["centred"]["choice"] is False
     assert json.loads(json.dumps(s)) == s

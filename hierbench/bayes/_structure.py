@@ -674,14 +674,18 @@ def pair_design(
     >>> import numpy as np
     >>> d = pair_design(np.array([0, 1]), np.array([1, 2]), np.array([3, 1]), np.array([1, 1]),
     ...                 np.array([0, 2]), 3, 1)
-    >>> d["n_comparisons"], d["min_comparisons_per_agent"]
-    (8, 4)
+    >>> d["n_comparisons"], d["min_comparisons_per_agent"], d["n_pairs"]
+    (8, 4, 2)
     """
     n = w_a + n_tie + w_b
     per_agent = np.bincount(ia, weights=n, minlength=n_agents) + np.bincount(ib, weights=n, minlength=n_agents)
+    met = n > 0
+    unordered = np.unique(np.minimum(ia, ib)[met] * n_agents + np.maximum(ia, ib)[met])
     return {
         "n_agents": int(n_agents),
-        "n_pairs": int((n > 0).sum()),
+        # pairs of agents that met (unordered, as summary and the report count them); the rows are ordered
+        "n_pairs": int(unordered.size),
+        "n_ordered_pairs": int(met.sum()),
         "n_comparisons": int(n.sum()),
         "min_comparisons_per_agent": int(per_agent.min()),
         "median_comparisons_per_agent": float(np.median(per_agent)),
@@ -763,6 +767,9 @@ def describe(model_or_fit: Any) -> Description:
     lines = [f"model as fitted: {s.get('model', '?')}"]
     keys = [k for k in ("n_agents", "n_tasks", "n_cells", "n_pairs", "n_comparisons") if k in d]
     design = ", ".join(f"{k.removeprefix('n_')} {d[k]}" for k in keys)
+    if d.get("n_ordered_pairs", d.get("n_pairs")) != d.get("n_pairs"):
+        design = design.replace(f"pairs {d['n_pairs']}", f"pairs {d['n_pairs']} ({d['n_ordered_pairs']} in order, "
+                                "first / second)")
     if "min_runs_per_cell" in d:
         design += (
             f"; runs per cell {d['min_runs_per_cell']}-{d['max_runs_per_cell']} "
