@@ -40,7 +40,7 @@ def test_well_formed_checks_give_the_advice_as_before():
     """A failed ESS check (as text, or as a list in memory) gives the draws advice, then the note."""
     for checks in (json.dumps([{"check": "ess_bulk", "passed": False}]), [{"check": "ess_bulk", "passed": False}]):
         text = convergence_remedy(_failed(checks))
-        assert text.startswith(FIXED) and "; if that does not do it, the fit's notes say: raise target_accept" in text
+        assert text.startswith(FIXED) and "; only if a run to the target fails too, read the notes this short run left: raise target_accept" in text
     # passed mixing checks (only a divergence failed): no draws advice, the note alone, as before
     text = convergence_remedy(_failed(json.dumps([{"check": "ess_bulk", "passed": True},
                                                   {"check": "divergences", "passed": False}])))  # fmt: skip

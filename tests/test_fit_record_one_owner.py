@@ -36,7 +36,7 @@ def test_the_remedy_reads_a_well_formed_record_through_fit_record():
     """The reference case: 300 fixed draws give the advice to draw to the target, then the fit's note."""
     text = convergence_remedy(_failed(sampler_settings=json.dumps({"draws_rule": "fixed", "draws": 300})))
     assert text.startswith("it drew a fixed 300 draws per chain (--draws 300): leave --draws out")
-    assert "; if that does not do it, the fit's notes say: raise target_accept to 0.95;" in text
+    assert "; only if a run to the target fails too, read the notes this short run left: raise target_accept to 0.95;" in text
 
 
 @pytest.mark.parametrize("key", ["sampler_settings", "fit_run"])

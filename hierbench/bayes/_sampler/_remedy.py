@@ -21,7 +21,8 @@ def convergence_remedy(dt, cli: bool = True) -> str:
     (SWE-bench bash-only with clusters, 300 draws per chain: min ESS 48 at ``sd_cluster``; the
     default run converged in 7 s). A run to the target that stopped at its cap: more draws
     than the cap. Then the fit's own notes (``diag_advice``: the likely cause and its fix, in
-    the Python builders' arguments). ``cli``: in the command line's words (``hierbench fit``'s
+    the Python builders' arguments), after a short fixed run as a second step only: its notes
+    may blame the structure for what too few draws did. ``cli``: in the command line's words (``hierbench fit``'s
     flags); else in both the command's and the Python call's.
 
     The records it reads (``sampler_settings``, ``fit_run``) are read by
@@ -39,7 +40,8 @@ def convergence_remedy(dt, cli: bool = True) -> str:
     settings = fit_record(dt, "sampler_settings", unreadable="warn")
     run = fit_record(dt, "fit_run", unreadable="warn")
     parts = []
-    if mixing and settings.get("draws_rule") == "fixed" and settings.get("draws"):
+    fixed = mixing and settings.get("draws_rule") == "fixed" and bool(settings.get("draws"))
+    if fixed:
         n = int(settings["draws"])
         given, how = (f"--draws {n}", "leave --draws out") if cli else (
             f"--draws {n}, or draws={n}", "refit without --draws (`hierbench fit`) or with draws=None, the default "
@@ -55,7 +57,10 @@ def convergence_remedy(dt, cli: bool = True) -> str:
         parts.append(f"the run stopped at its cap of {cap} draws per chain short of its ESS target: refit with {how}")
     advice = str(a.get("diag_advice", "") or "").strip()
     if advice:
-        lead = "if that does not do it, the fit's notes say" if parts else "the fit's notes say"
+        # after a short fixed run its notes may blame the structure for what the draws did (METR, 300
+        # draws: "centred form for tasks"; the default draw rule converged with it): said as conditional
+        lead = ("only if a run to the target fails too, read the notes this short run left" if fixed else
+                "if that does not do it, the fit's notes say" if parts else "the fit's notes say")
         python = ("; these fixes are arguments of the Python model builders (hierbench.bayes.build_crossed and "
                   "the others) and of hierbench.bayes.fit" if cli else "")
         clusters = "; from the command line clusters=False is leaving out --cluster" if "clusters=False" in advice else ""
