@@ -9,6 +9,7 @@ from ._checks._diagnostics import compute_diagnostics
 from ._checks._diagnostics import loo_compare
 from ._checks._diagnostics import predictive_check
 from ._checks._loo import UnreliableLOOWarning
+from ._checks._task_spread import task_spread_check
 from ._models._beta_binomial import BETA_BINOMIAL_PRIORS
 from ._models._beta_binomial import build_beta_binomial
 from ._models._beta_binomial import task_posteriors
@@ -94,4 +95,5 @@ __all__ = [
     "register_hook",
     "spec_to_toml",
     "task_posteriors",
+    "task_spread_check",
 ]
