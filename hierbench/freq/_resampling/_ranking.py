@@ -83,7 +83,7 @@ class RankResult(Result):
         Interval of the rank, trailing dim ``ci_bound``: the equal-tailed
         percentile interval of the resampled ranks (``method="percentile"``,
         ``ci_kind`` ``"percentile"``; per-agent coverage not guaranteed near
-        ties), or the marginal rank set from simultaneous max-|t| intervals
+        ties), or the marginal rank set from simultaneous ``max |t|`` intervals
         of the agent's differences (``method="simultaneous"``, ``ci_kind``
         ``"max-t"``; per agent, valid whatever the ties). ``ci_detail`` says which.
     group : xarray.DataArray
@@ -445,7 +445,7 @@ def rank_uncertainty(
         0.917 at 95% for one at the edge of a near-tied bunch.
         ``"simultaneous"``: each agent's marginal rank set (Mogstad, Romano,
         Shaikh and Wilhelm 2024; Klein, Wright and Wieczorek 2020),
-        ``[1 + #surely better, M - #surely worse]`` from studentized max-|t|
+        ``[1 + #surely better, M - #surely worse]`` from studentized ``max |t|``
         bootstrap intervals of its ``M - 1`` score differences at ``prob``:
         valid per agent (not for all at once) whatever the ties, as units
         grow; conservative and wider (every SWE-bench agent covered 0.997 or
