@@ -19,6 +19,7 @@ from .._console import seconds
 from ._bootstrap import _boot_label
 from ._context import PROB
 from ._context import DemoContext
+from ._context import _covers
 from ._context import _fast
 from ._context import _frame
 from ._context import _partial_credit
@@ -174,6 +175,12 @@ def _model_terms(dt: xr.DataTree) -> str:
     return out + (f"; no task effect: {decisions['task_spread']['reason']}" if no_task else "")
 
 
+def _coverage_lines(table: xr.Dataset) -> list[str]:
+    """The table's count of intervals that cover the truth, as section 4 gives it (none without a truth)."""
+    text = _covers(table)
+    return text.split("\n")[1:] if text else []  # the lines after the first blank one
+
+
 def _nan_pointer(ctx: DemoContext) -> list[str]:
     """A line under the Bayes section's table for bootstrap intervals that are NaN: why is said once, above."""
     boot = ctx.extra.get("bootstrap")
@@ -258,12 +265,14 @@ def _bayes_section(ctx: DemoContext) -> str:
         f"Expected score on a new task, both methods, {PROB:.0%} intervals (Bayes: equal-tailed posterior)"
         + (" beside the truth:" if ctx.truth is not None else ":"),
         _frame(table).to_string(),
+        *_coverage_lines(table),
         *_nan_pointer(ctx),
         *_shift_note(ctx, table),
         "",
         "Mean over this benchmark's tasks (cells an agent did not run are predicted), Bayes only,\n"
         f"{PROB:.0%} equal-tailed posterior intervals:",
         _frame(obs).to_string(),
+        *_coverage_lines(obs),
         "",
         f"Logit-scale standard deviations ({PROB:.0%} equal-tailed posterior intervals):",
         sds.to_string(float_format="{:.3f}".format) if len(sds) else "(none the design can estimate)",

@@ -49,6 +49,9 @@ def _compare_section(ctx: DemoContext) -> str:
     full = ctx.extra["pair_frame"] = pair_frame(cmp, alpha=1 - PROB)  # the rank section reads it too
     # what decides first: the difference, its simultaneous interval, the adjusted p and the verdict
     table = full.iloc[:, : full.columns.get_loc(differ_column(full)) + 1].copy()
+    own = _own_p(full, table)
+    for col in own:  # each pair's own p-value, which the Bayes note sends the reader to (the report prints it)
+        table[col] = full[col]
     agents, opponents = pair_agents(cmp)
     true = _truth_new_task(ctx)
     if true is not None:
@@ -61,8 +64,10 @@ def _compare_section(ctx: DemoContext) -> str:
     note = ""
     # no pair with a difference (every pair shares fewer than 2 tasks): no p to read P(a > b) beside
     if "fit" in ctx.extra and full["mean difference"].notna().any():
-        note = "\n" + textwrap.fill("Beside it, " + bayes_pair_note(ctx.extra["fit"], len(table))
-                                     + _agent_cluster(ctx), 90)
+        said = bayes_pair_note(ctx.extra["fit"], len(table))
+        if own:  # name the column the note means
+            said = said.replace("each pair's own p-value", f"each pair's own p-value (`{own[0]}`)")
+        note = "\n" + textwrap.fill("Beside it, " + said + _agent_cluster(ctx), 90)
     # the report's marks (*, **, ***) are not printed here: the note reads on p max-T and p Holm
     floor = re.sub(r" \(`\*+`\)", "", marks_holm_note(full, 1 - PROB)
                    .replace("The marks understate", "p max-T understates").replace("beside the marks", "beside p max-T"))
@@ -81,10 +86,34 @@ def _compare_section(ctx: DemoContext) -> str:
         + (textwrap.fill(short.replace("`", ""), 90, break_on_hyphens=False, break_long_words=False) + "\n\n"
            if short else "")
         + pair_text(shown)
+        + _pair_covers(shown)
         + "\n\nThe per-pair intervals, every p-value and Holm / BH: compare_agents(data).to_frame()."
         + ("\n\n" + textwrap.fill(no_p_note(full).replace("`", ""), 90) if no_p_note(full) else "")
         + ("\n\n" + textwrap.fill(floor.replace("`", ""), 90) if floor else "")
     )
+
+
+def _own_p(full: pd.DataFrame, table: pd.DataFrame) -> list[str]:
+    """The columns of each pair's own p-value that ``table`` lacks: the test's p, and its Monte Carlo error if any.
+
+    :func:`hierbench.report.pair_frame` names the test's p-value ``p (<test>)`` (``p (permutation)``,
+    ``p (t)``); over one pair under Holm or BH it is the deciding column, in ``table`` already. Its
+    Monte Carlo error is left out where it is 0 for every pair (an exact p-value).
+    """
+    own = [c for c in full if c.startswith("p (") and c not in table]
+    mc = [f"MC error of {c}" for c in own if f"MC error of {c}" in full and bool((full[f"MC error of {c}"] > 0).any())]
+    return own + mc
+
+
+def _pair_covers(shown: pd.DataFrame) -> str:
+    """Under the pair table: how many simultaneous intervals cover the true difference ("" without a truth)."""
+    from ._context import _coverage_words
+
+    if "true diff" not in shown or "simultaneous lower" not in shown:
+        return ""
+    words = _coverage_words(shown["true diff"].astype(float), shown["simultaneous lower"].astype(float),
+                           shown["simultaneous upper"].astype(float), what="simultaneous intervals")  # fmt: skip
+    return "\n\n" + textwrap.fill(words, 90)
 
 
 #: the demo prints every pair up to this many (10 agents); beyond, the pairs of agents next in the ranking
@@ -244,8 +273,21 @@ def _rank_section(ctx: DemoContext) -> str:
         )
         + "\n\n"
         + df.to_string(float_format="{:.3f}".format)
+        + _rank_covers(df)
         + _tiers_beside_pairs(ctx, df)
     )
+
+
+def _rank_covers(df: pd.DataFrame) -> str:
+    """Under the rank table: how many rank intervals hold the true rank ("" without a truth)."""
+    from ._context import _coverage_words
+
+    lo, hi = f"rank {PROB:.0%} lower", f"rank {PROB:.0%} upper"
+    if "true rank" not in df:
+        return ""
+    words = _coverage_words(df["true rank"].astype(float), df[lo].astype(float), df[hi].astype(float),
+                           what="rank intervals", value_fmt="{:g}")  # fmt: skip
+    return "\n\n" + textwrap.fill(words, 90)
 
 
 def _tiers_beside_pairs(ctx: DemoContext, df: pd.DataFrame) -> str:

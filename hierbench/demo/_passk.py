@@ -14,6 +14,7 @@ import pandas as pd
 from .._base import counted
 from ._context import PROB
 from ._context import DemoContext
+from ._context import _coverage_words
 from ._context import _n_runs
 from ._context import _partial_credit
 from ._context import _partial_credit_words
@@ -102,7 +103,7 @@ def _passk_section(ctx: DemoContext) -> str:
         table = table.drop(columns="flag")
     ctx.extra["passk_table"] = table
     text = _passk_text(table, short, truth=ctx.truth is not None, bayes="fit" in ctx.extra,
-                       interval=_interval_words(freq, "flag" in table))
+                       interval=_interval_words(freq, table))
     return text + _passk_limits(ks, table, [str(a) for a in n_runs["agent"].values], int(n_runs.max()))
 
 
@@ -140,14 +141,43 @@ def _passk_limits(ks: list[int], table: pd.DataFrame, agents: list[str], most: i
     return "".join("\n\n" + textwrap.fill(line, 90) for line in lines)
 
 
-def _interval_words(freq, flagged: bool) -> str:
-    """What the unbiased estimator's interval is, as the result states it (the report's words)."""
-    return (
+def _interval_words(freq, table: pd.DataFrame) -> str:
+    """What the unbiased estimator's interval is, as the result states it (the report's words), and its letters.
+
+    A table with a ``flag`` column gets a sentence on its letters; where one of them is the
+    even-clusters flag (``_logit_t.EVEN_CLUSTERS_FLAG``), a sentence on what that flag marks:
+    a kept t interval, set by ``_logit_t.even_clusters`` whatever the mean, not part of the bound's
+    all-0 / all-1 case (the detail's parenthetical said so: audit U, finding 2).
+    """
+    detail = freq.ci.attrs["ci_detail"].split(": ", 1)[-1].replace(_STALE_EVEN, "")
+    text = (
         f"The unbiased estimator's {PROB:.0%} interval (column `unbiased {PROB:.0%}`) takes the "
-        f"tasks as a sample, so it is for a new draw of tasks: {freq.ci.attrs['ci_detail'].split(': ', 1)[-1]}."
-        + (" `note` marks by a letter the cells whose interval carries one of those notes; the letters' words "
-           "are under the table." if flagged else "")
+        f"tasks as a sample, so it is for a new draw of tasks: {detail}."
     )
+    if "flag" not in table:
+        return text
+    text += (" `note` marks by a letter the cells whose interval carries a flag (the estimator's `ci_flag`); "
+             "the letters' words are under the table.")  # fmt: skip
+    from ..freq._rates._logit_t import EVEN_CLUSTERS_FLAG
+    from ..freq._rates._logit_t import EVEN_CLUSTERS_SHARE
+    from ..report import note_letters
+
+    # the letter the legend gives the flag: its words end with the flag's own
+    even = [w.split(" ", 1)[0] for w in note_letters(table["flag"])[1] if w.endswith(f": {EVEN_CLUSTERS_FLAG}")]
+    if even:
+        text += (
+            f" Letter {even[0]} is neither a bound nor the all-0 / all-1 case: it marks a t interval kept where "
+            f"the G clusters' sums carry the mean evenly, n_eff >= {EVEN_CLUSTERS_SHARE:g} G (n_eff = (sum S)^2 "
+            "/ sum S^2 over the clusters' sums S of the per-task values, or of 1 minus them where that is "
+            "smaller), whatever the mean."
+        )
+    return text
+
+
+#: the clause the estimator's interval detail put in its all-0 / all-1 case (freq's ``_passk._ci``), which
+#: is not that flag's rule (audit U, finding 2): cut here until freq's own text drops it
+_STALE_EVEN = ("; where the clusters carry the mean evenly it keeps the t interval and says "
+               "it may fall short")
 
 
 def _ends(lo: pd.Series, hi: pd.Series) -> pd.Series:
@@ -204,4 +234,23 @@ def _passk_text(table: pd.DataFrame, short: int, *, truth: bool, bayes: bool, in
     head = textwrap.fill(head, 90) + ("\n\n" + textwrap.fill(interval, 90) if interval else "")
     shown, legend = _printed(table)
     legend = "\n\n" + legend if legend else ""
-    return head + "\n\n" + shown.to_string(float_format="{:.3f}".format) + legend + tail
+    return head + "\n\n" + shown.to_string(float_format="{:.3f}".format) + legend + _passk_covers(table) + tail
+
+
+def _passk_covers(table: pd.DataFrame) -> str:
+    """Under the table: how many of each method's intervals cover the truth column, the misses named.
+
+    The same words as section 4's count (``_coverage_words``); "" without a truth column.
+    """
+    if "truth" not in table:
+        return ""
+    rows = [f"{a} at k = {k}" for a, k in zip(table.index, table["k"], strict=True)]
+    lines = []
+    for name, head in ((f"unbiased {PROB:.0%}", "unbiased "), (f"Bayes {PROB:.0%} ETI", f"Bayes {PROB:.0%} ")):
+        ends = [next((c for c in table if c.startswith(head) and end in c), None) for end in (" lower", " upper")]
+        if None in ends:
+            continue
+        lo, hi = (pd.Series(table[c].to_numpy(dtype=float), index=rows) for c in ends)
+        words = _coverage_words(pd.Series(table["truth"].to_numpy(dtype=float), index=rows), lo, hi)
+        lines.append(f"{name}: {words}")
+    return "".join("\n\n" + textwrap.fill(line, 90) for line in lines)
