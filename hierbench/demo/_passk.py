@@ -149,7 +149,7 @@ def _interval_words(freq, table: pd.DataFrame) -> str:
     a kept t interval, set by ``_logit_t.even_clusters`` whatever the mean, not part of the bound's
     all-0 / all-1 case (the detail's parenthetical said so: audit U, finding 2).
     """
-    detail = freq.ci.attrs["ci_detail"].split(": ", 1)[-1].replace(_STALE_EVEN, "")
+    detail = freq.ci.attrs["ci_detail"].split(": ", 1)[-1]
     text = (
         f"The unbiased estimator's {PROB:.0%} interval (column `unbiased {PROB:.0%}`) takes the "
         f"tasks as a sample, so it is for a new draw of tasks: {detail}."
@@ -172,12 +172,6 @@ def _interval_words(freq, table: pd.DataFrame) -> str:
             "smaller), whatever the mean."
         )
     return text
-
-
-#: the clause the estimator's interval detail put in its all-0 / all-1 case (freq's ``_passk._ci``), which
-#: is not that flag's rule (audit U, finding 2): cut here until freq's own text drops it
-_STALE_EVEN = ("; where the clusters carry the mean evenly it keeps the t interval and says "
-               "it may fall short")
 
 
 def _ends(lo: pd.Series, hi: pd.Series) -> pd.Series:

@@ -413,7 +413,9 @@ def ppc_plot(check: xr.Dataset, *, title: str) -> Figure:
 PPC_MIN_CELLS = 5
 
 
-def ppc_rootogram(fit: xr.DataTree, *, prob: float = 0.95, var_name: str | None = None):
+def ppc_rootogram(
+    fit: xr.DataTree, *, prob: float = 0.95, var_name: str | None = None, order: Sequence[str] | None = None
+):
     """arviz-plots rootogram of the per-cell success counts, one panel per agent.
 
     Cells are taken at their most common number of runs ``n`` (counts out of
@@ -421,7 +423,10 @@ def ppc_rootogram(fit: xr.DataTree, *, prob: float = 0.95, var_name: str | None 
     :data:`PPC_MIN_CELLS` such cells gets no panel. Each count's predictive
     mean is a marker and its ``prob`` equal-tailed interval a bar (given to
     arviz-plots, whose own default is its rcParam ``stats.ci_prob``).
-    Returns the PlotCollection (None when every agent is left out), ``n`` and the agents left out.
+    ``order``: the agents in the caller's order (the report's, ``_order.agent_order``), which the
+    panels and the agents left out follow; agents it does not hold go last, in the fit's order
+    (None: the fit's order, as before). Returns the PlotCollection (None when every agent is left
+    out), ``n`` and the agents left out.
     """
     obs = fit["observed_data"].to_dataset()
     var_name = var_name or next(iter(obs.data_vars))
@@ -430,7 +435,9 @@ def ppc_rootogram(fit: xr.DataTree, *, prob: float = 0.95, var_name: str | None 
     agents = np.asarray(obs[var_name]["cell_agent"].values).astype(str)
     n_main = int(np.bincount(n).argmax())
     o, p, left_out = {}, {}, []
-    for a in dict.fromkeys(agents):
+    seen = [str(a) for a in dict.fromkeys(agents)]
+    at = {str(a): i for i, a in enumerate(order or [])}
+    for a in sorted(seen, key=lambda x: at.get(x, len(at))):  # stable: agents the order lacks keep the fit's order
         sel = np.flatnonzero((agents == a) & (n == n_main))
         if sel.size < PPC_MIN_CELLS:
             left_out.append(a)

@@ -14,7 +14,9 @@ posterior interval is shown inside [0, 1] and one that had to be clipped
 there, or that has no width, is flagged. Where the two describe the same
 tasks, ``disagree`` marks a row by the abilities table's rule (one estimate
 outside the other's interval, or the intervals apart), without saying
-which is right.
+which is right per row; the text says which column is model-free (``MODEL_FREE``),
+what the model's number rests on, and which way the two lie at the largest k
+over the agents.
 """
 
 from __future__ import annotations
@@ -318,11 +320,13 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     if shrinking := shrinking_tasks_note(table):
         text += "\n\n" + shrinking
     if "disagree" in table:
-        text += "\n\n" + _disagree_text(table).lstrip() + _all_pass_text(ctx)
-    if "flag" in table and (table["flag"] != "").any():  # a letter per note, its words in the text
-        letters, words = note_letters(table["flag"])
+        model = ctx.fit.attrs.get("hierbench_model")
+        text += "\n\n" + _disagree_text(table, model).lstrip() + _all_pass_text(ctx) + _crossed_all_pass_text(ctx)
+    if "flag" in table:  # a letter per note, its words in the text; `note` whether or not a row has one, as the
+        letters, words = note_letters(table["flag"])  # text names it (a table of no notes headed it `flag`)
         table = table.drop(columns="flag").assign(note=letters)
-        text += "\n\n`note` marks a row's interval notes by letter: " + "; ".join(words) + "."
+        if words:
+            text += "\n\n`note` marks a row's interval notes by letter: " + "; ".join(words) + "."
     rep.section(_TITLES[sid], text, table=table, id=sid, flag="disagree" if "disagree" in table else None)
     bands = bay if bay is not None and what == "same tasks" else None
     fig = F.passk_curves(
@@ -371,18 +375,83 @@ def _tasks_per_k(n: xr.DataArray, index: pd.MultiIndex) -> list[int]:
     return [int((per[a] >= k).sum()) for a, k in index]
 
 
-def _disagree_text(table: pd.DataFrame) -> str:
-    """What `disagree` marks, counted, and what a disagreement can mean here (no verdict)."""
+#: which of the two pass^k columns assumes no model: the one owner of these words (every model's text says it)
+MODEL_FREE = "the unbiased column is the model-free one"
+
+#: what each model's pass^k rests on: its population of task rates, toward which it pulls every cell
+_POPULATION = {"crossed": "normal on the logit scale", "beta_binomial": "a beta"}
+
+
+def _disagree_text(table: pd.DataFrame, model: str | None = None) -> str:
+    """What `disagree` marks, counted; why the two can part; which column is model-free; their side at the largest k.
+
+    ``model``: the fit's ``hierbench_model``, naming the population of task rates its pass^k rests on.
+    """
+    pop = _POPULATION.get(str(model))
+    rests = (f", while the {model} model's number rests on its population of task rates ({pop}), toward which it "
+             "pulls every cell" if pop else ", while the model's number rests on the model")  # fmt: skip
     return (
         " `disagree` marks a row where one method's estimate lies outside the other's interval, or the "
         f"two intervals do not overlap (judged where both are defined, `undefined` elsewhere): "
         f"{int(table['disagree'].sum())} of "
-        f"{len(table)} rows (an unbiased 0 or 1, which no posterior interval holds, judged by the "
+        f"{len(table)} rows (a row with an unbiased 0 or 1, which no posterior interval holds, is judged by the "
         "intervals alone). The two can part for known reasons: the model pools the tasks and pulls each "
         "cell toward the population, most where a cell has few runs; the unbiased estimator is each cell's "
-        "own and noisy where a cell holds few runs beyond k; its interval is a bound where few tasks carry the mean (or, near 1, the failures). The flag does not "
-        "say which is right."
+        "own and noisy where a cell holds few runs beyond k; its interval is a bound where few tasks carry the "
+        "mean (or, near 1, the failures). The flag does not say which is right, but the two rest on different "
+        f"things: {MODEL_FREE} (each cell's C(c,k)/C(n,k), unbiased for that task's own p^k whatever the tasks' "
+        f"rates){rests}." + _shared_direction(table)
     )
+
+
+def _shared_direction(table: pd.DataFrame) -> str:
+    """Which way the posterior mean lies from the unbiased estimate at the table's largest k, counted over agents.
+
+    Agents whose unbiased estimate is 0 or 1 are left out (the model's pass^k never reaches
+    either, so its side there is foregone), as are ties. Where at least 3 in 4 of the agents lie
+    on one side and a two-sided sign test is below 0.05 (the abilities' rule for a shift most
+    agents share, ``_sections.shared_shift``), the shift is said to be the model's. Audit B
+    (s71), finding 2: on METR the posterior lay below for 6 of the 7 agents at k = 8, each
+    inside its interval, so "0 of 29 rows" disagreed.
+    """
+    k = int(table.index.get_level_values("k").max())
+    at = table[table.index.get_level_values("k") == k]
+    bay = [c for c in at.columns if c.startswith("Bayes (") and c.endswith(")")]
+    if not bay or "unbiased" not in at:
+        return ""
+    u, b = pd.to_numeric(at["unbiased"], errors="coerce"), pd.to_numeric(at[bay[0]], errors="coerce")
+    ok = (u > 0) & (u < 1) & b.notna() & (b != u)
+    if not ok.any():
+        return ""
+    agents = at.index.get_level_values("agent")[ok.values]
+    below, n = int((b[ok] < u[ok]).sum()), int(ok.sum())
+    side = "below" if 2 * below >= n else "above"
+    count = below if side == "below" else n - below
+    if n <= 3:
+        said = "; ".join(f"{a}: {y:.3f} against {x:.3f}" for a, x, y in zip(agents, u[ok], b[ok], strict=True))
+        text = f" At k = {k}, the largest shown, the posterior mean against the unbiased estimate: {said}."
+    else:
+        text = (f" At k = {k}, the largest shown, the posterior mean lies {side} the unbiased estimate for {count} "
+                f"of {n} agents")  # fmt: skip
+        text += (f" (the {len(at) - n} other{'s' if len(at) - n > 1 else ''} left out: an unbiased 0 or 1, which the model's pass^k never reaches, "
+                 "or a tie, or no value)." if len(at) > n else ".")  # fmt: skip
+    from scipy.stats import binomtest
+
+    if count >= 0.75 * n and binomtest(count, n).pvalue < 0.05:  # "most": a sign no coin would give
+        text += (f" A side most agents share is not chance between two estimates of these tasks' pass^k: it is the "
+                 f"model's, and there {MODEL_FREE}.")  # fmt: skip
+    return text
+
+
+def _all_pass_share(ctx: _Context) -> float:
+    """The share of the agent x task cells with two or more runs that passed every run (0 without data)."""
+    if ctx.data is None:
+        return 0.0
+    from ..data import to_counts
+
+    c = to_counts(ctx.data)
+    cells = c["n_runs"] >= 2
+    return float(((c["n_success"] == c["n_runs"]) & cells).sum() / max(int(cells.sum()), 1))
 
 
 def _all_pass_text(ctx: _Context) -> str:
@@ -396,18 +465,37 @@ def _all_pass_text(ctx: _Context) -> str:
     """
     if ctx.fit is None or ctx.fit.attrs.get("hierbench_model") != "beta_binomial" or ctx.data is None:
         return ""
-    from ..data import to_counts
-
-    c = to_counts(ctx.data)
-    cells = c["n_runs"] >= 2
-    share = float(((c["n_success"] == c["n_runs"]) & cells).sum() / max(int(cells.sum()), 1))
+    share = _all_pass_share(ctx)
     if share < 0.1:
         return ""
     return (f" Here {share:.0%} of the agent x task cells with two or more runs passed every run. The "
             "beta-binomial's beta population of task rates puts little mass at exactly 1, so it pulls such "
             "tasks below 1 and its pass^k at large k, which rests on them, below the unbiased estimate (in "
             "simulations from tau-bench's airline task rates, a bias of about -0.012 at k = 4, the unbiased "
-            "estimator's about 0): where the two part that way, the unbiased column is the model-free one.")
+            f"estimator's about 0): where the two part that way, {MODEL_FREE}.")
+
+
+def _crossed_all_pass_text(ctx: _Context) -> str:
+    """The crossed model's counterpart of ``_all_pass_text``: its normal logit population leans the same way.
+
+    Audit B (s71), finding 2: seeded simulation, 400 data sets from tau-bench airline's own task
+    rates c / 4 (14 tasks at 0, 10 at 1), 4 runs per task, the default crossed model (2 chains x 500
+    draws), target these tasks' own pass^k: posterior-mean bias +0.0026 at k = 1, -0.0053 at k = 3,
+    -0.0136 +- 0.0012 at k = 4 (-5.7% of 0.239); the unbiased estimator's +0.0008 to +0.0021
+    (+- 0.0012); the posterior interval covering 0.95 to 0.98. On the log itself 0.172 against the
+    published 0.200 at k = 4.
+    """
+    if ctx.fit is None or ctx.fit.attrs.get("hierbench_model") != "crossed" or ctx.data is None:
+        return ""
+    share = _all_pass_share(ctx)
+    if share < 0.1:
+        return ""
+    return (f" Here {share:.0%} of the agent x task cells with two or more runs passed every run. A normal "
+            "population on the logit scale puts little mass near 1, so the model pulls such tasks below 1 and its "
+            "pass^k at large k, which rests on them, below the unbiased estimate: in simulations from tau-bench's "
+            "airline task rates (400 data sets, 4 runs per task) a bias of -0.014 +- 0.001 at k = 4 (6% of the "
+            "true 0.239), the unbiased estimator's +0.001, while the posterior interval still covered 0.95 to "
+            "0.98 of the time. Where the two part that way, the unbiased column is the one to quote.")
 
 
 def _passk_text(ctx: _Context, what: str, unbiased_ci: str | None, show: list[int]) -> str:
@@ -481,7 +569,13 @@ def cluster_design_effect_k1(data: xr.Dataset) -> tuple[float, int, str] | None:
 
 
 def _cluster_note(ctx: _Context) -> str:
-    """Where tasks come in clusters: the unbiased interval takes them as its unit, and how much that widens it."""
+    """Where tasks come in clusters: the unbiased interval takes them as its unit, and how much that widens it.
+
+    The even-clusters flag on a kept t interval is not described here: its one definition is the
+    estimator's ``ci_flag`` (``_logit_t.EVEN_CLUSTERS_FLAG``), which the `note` legend quotes. This
+    text said "where few clusters but not few tasks carry the mean", the opposite of its rule
+    (``n_eff >= 0.75 G``: many clusters carry it evenly; audit U, finding 2).
+    """
     deff = None if ctx.data is None else cluster_design_effect_k1(ctx.data)
     if deff is None:
         return ""
@@ -492,6 +586,6 @@ def _cluster_note(ctx: _Context) -> str:
         "interval taking tasks one by one would be narrower than its level allows. At k = 1 an agent's mean "
         f"varies {ratio:.2f} times as much over the clusters as over independent tasks (median over agents; "
         "cluster-robust against independent-task variance, no model). Where it is the bound (no success, or "
-        "few tasks carry the mean or its failures) that bound is over the clusters, wide when they differ in size; where few "
-        "clusters but not few tasks carry the mean it stays the t interval, and `note` says it may fall short."
+        "few tasks carry the mean or its failures) that bound is over the clusters, wide when they differ in size; "
+        "elsewhere it is the t interval, and `note` quotes the estimator's own flag where that interval is at risk."
     )

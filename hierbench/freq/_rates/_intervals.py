@@ -621,8 +621,9 @@ class SuccessRateResult(Result):
         the mean"`` / ``"bound: few tasks carry the failures (1 - mean)"`` (the interval is
         the bound), ``"zero width"`` (every task, or every cluster, has one mean strictly
         inside (0, 1): no spread measured, warned with a ``ZeroWidthIntervalWarning``),
-        ``"the clusters carry the mean evenly: the t interval may fall short"``, ``"too few
-        clusters"`` / ``"too few tasks"`` (fewer than 2: no interval, NaN).
+        ``"the clusters carry the mean evenly (n_eff of the cluster sums >= 0.75 G): the t
+        interval is kept, ..."`` (``EVEN_CLUSTERS_FLAG``), ``"too few clusters"`` / ``"too few
+        tasks"`` (fewer than 2: no interval, NaN).
     ci_kind : xarray.DataArray or None
         Per agent, the kind of its interval: ``"t"`` (the logit t interval) or
         ``"bounded-mean"`` (the bound, where ``ci_flag`` names one), as ``PassKResult.ci_kind``;

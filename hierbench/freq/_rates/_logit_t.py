@@ -22,18 +22,24 @@ FEW_CARRY_FLAG = "bound: few tasks carry the mean"
 #: the same where the failures rest on a few tasks (a mean near 1, the rule taken on ``1 - y``)
 FEW_FAIL_FLAG = "bound: few tasks carry the failures (1 - mean)"
 
-#: ``ci_flag`` of a cell whose clusters carry the mean evenly (``even_clusters``): the t interval is kept
-#: and said to be at risk (its coverage there, simulated, is 0.90 rather than 0.95)
-EVEN_CLUSTERS_FLAG = "the clusters carry the mean evenly: the t interval may fall short"
+#: the flag's rule: ``n_eff >= EVEN_CLUSTERS_SHARE * G`` over the cluster sums (``even_clusters``)
+EVEN_CLUSTERS_SHARE = 0.75
+
+#: ``ci_flag`` of a cell whose clusters carry the mean evenly (``even_clusters``), the one definition of that
+#: flag (the report and the demo quote it): what it marks (a t interval kept, not a bound, where the G clusters'
+#: sums are alike, many clusters carrying the mean, whatever the mean) and the coverage the package's
+#: calibration gives such intervals (``even_clusters``: 0.897 +- 0.006 against 0.958 elsewhere). No "; " in
+#: it: the report joins a row's flags with "; ".
+EVEN_CLUSTERS_FLAG = (
+    f"the clusters carry the mean evenly (n_eff of the cluster sums >= {EVEN_CLUSTERS_SHARE:g} G): the t "
+    "interval is kept, and such 95% intervals covered about 0.90 in the package's calibration"
+)
 
 #: the ``ci_flag`` values of the cells whose interval is the bound (``ci_kind = "bounded-mean"``)
 BOUND_FLAGS = ("exact bound", FEW_CARRY_FLAG, FEW_FAIL_FLAG)
 
 #: the ``ci_flag`` values of the cells with no interval (NaN): fewer than 2 tasks, or 2 clusters, to measure spread
 FEW_UNITS_FLAGS = ("too few tasks", "too few clusters")
-
-#: the flag's rule: ``n_eff >= EVEN_CLUSTERS_SHARE * G`` over the cluster sums (``even_clusters``)
-EVEN_CLUSTERS_SHARE = 0.75
 
 
 def logit_t_bounds(

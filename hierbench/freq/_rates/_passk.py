@@ -142,8 +142,9 @@ class PassKResult(Result):
         without clusters); ``ci_flag`` adds ``"too few clusters"`` and, where
         the clusters carry the mean evenly (``n_eff >= 0.75 G`` over the
         cluster sums: simulated coverage 0.90 there, 0.96 elsewhere, however
-        few clusters carry the successes), ``"the clusters carry the mean
-        evenly: the t interval may fall short"`` (the t interval is kept);
+        few clusters carry the successes), the flag ``EVEN_CLUSTERS_FLAG`` of
+        ``hierbench.freq._rates._logit_t`` ("the clusters carry the mean evenly
+        (n_eff of the cluster sums >= 0.75 G): the t interval is kept, ...");
         ``ci_detail`` names the clusters.
     ci_flag : xarray.DataArray
         Per cell, when its interval is not that t interval: ``"exact bound"``
@@ -344,13 +345,13 @@ def _ci(lo: xr.DataArray, hi: xr.DataArray, flag: xr.DataArray, prob: float, nam
     } if unit is None else {
         "t": f"Student t on the logit scale (delta method) over the per-task estimates, the {unit} as the "
         "unit: CR2 cluster-robust standard error of the tasks' mean, Bell-McCaffrey df (its target: a new "
-        "draw of clusters of tasks from the same population)",
+        "draw of clusters of tasks from the same population); kept, with a `ci_flag`, where the clusters "
+        "carry the mean evenly",
         "bounded-mean": "distribution-free bound for the mean of the per-task estimates taken over the "
         f"{unit} (clusters independent, any law within them): where few tasks carry the mean, "
         "bounded_mean_bounds of the cluster sums scaled into [0, 1] (wide when the clusters differ in "
         "size); where every per-task value is 0 (or 1), the no-success bound over the clusters (the "
-        "cell's `ci_flag`; where the clusters carry the mean evenly it keeps the t interval and says "
-        "it may fall short)",
+        "cell's `ci_flag`)",
     }
     present = sorted(set(np.asarray(kind.values, dtype=object).ravel()))
     one = present[0] if len(present) == 1 else "mixed"
