@@ -66,8 +66,22 @@ class ReportSectionWarning(HierbenchWarning):
     """A report section could not be computed; the report says why in that section."""
 
 
+#: ``mean_new_task``'s label for a crossed fit with task clusters, whose new task comes from a new cluster
+CLUSTERED_NEW_TASK = "expected score on a new task from a new task cluster"
+
+
+class _Var(str):
+    """A posterior variable's name that carries its own label (``_Context.var``; audit B s71, finding 4).
+
+    A string, so that every use of the name stays as it was; ``_label`` reads ``label``.
+    """
+
+    label: str | None = None
+
+
 def _label(var: str) -> str:
-    return LABELS.get(var, var.replace("_", " "))
+    own = getattr(var, "label", None)
+    return own if own else LABELS.get(var, var.replace("_", " "))
 
 
 def _agent_var(post: xr.Dataset) -> str | None:
@@ -232,7 +246,16 @@ class _Context:
         if self.mixed:  # never a random term's levels (re[1|agent]): they leave the fixed agent terms out
             draws = self.agent_draws()
             return None if draws is None else str(draws.name)
-        return _agent_var(self.post)
+        name = _agent_var(self.post)
+        if name != "mean_new_task":
+            return name
+        if "clustered_crossed" not in self.cache:
+            from ._pairs import clustered_crossed
+
+            self.cache["clustered_crossed"] = clustered_crossed(self.fit)
+        out = _Var(name)  # a clustered crossed fit's new task comes from a new cluster: its label says so
+        out.label = CLUSTERED_NEW_TASK if self.cache["clustered_crossed"] else None
+        return out
 
     def data_summary(self) -> pd.DataFrame | None:
         """:func:`hierbench.data.summarize` of the data, one row per agent (labels as text); cached.

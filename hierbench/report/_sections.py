@@ -439,7 +439,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         + few_clusters_note(boot)
     )
     if var == "mean_new_task":
-        text += _new_task_target(ctx, boot is not None and same_scale)
+        text += _new_task_target(ctx, boot is not None and same_scale, intervals)
     elif ctx.mixed and var is not None:
         text += _mixed_note(ctx, True)
     elif twin:
@@ -453,7 +453,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
                + _separated_caption(ctx, "Bayes interval"))
 
 
-def _new_task_target(ctx: _Context, beside: bool) -> str:
+def _new_task_target(ctx: _Context, beside: bool, intervals: dict[str, pd.DataFrame] | None = None) -> str:
     """Agent abilities' word on what ``mean_new_task`` estimates, and whether the task bootstrap's mean is that.
 
     ``beside``: the bootstrap stands beside it. Without task clusters in the model the two have one
@@ -461,6 +461,11 @@ def _new_task_target(ctx: _Context, beside: bool) -> str:
     task from a new cluster, every cluster weighing alike, while the bootstrap's mean weighs each cluster
     by its tasks (audit C: SWE-bench's Claude 4.5 Opus, 0.744 per task and 0.671 per repository, Bayes
     0.674): then they are not one target, and the fit's ``mean_observed`` is the bootstrap's counterpart.
+
+    ``intervals``: the section's tables (``Bayes ...`` and ``... bootstrap ...``); beside each other,
+    Bayes minus bootstrap is said here too, split at the fit's own mean over these tasks, with which
+    number to quote where a shift most agents share parts them (``_abilities_shift``; audit B s71:
+    the section framed METR's gap as the cluster weighting, which would move it the other way).
     """
     from ._pairs import clustered_crossed
 
@@ -470,7 +475,7 @@ def _new_task_target(ctx: _Context, beside: bool) -> str:
             if beside
             else "the target the task bootstrap of the benchmark mean also has; give the run log "
             "(`--data`) to put it beside."
-        )
+        ) + _shift_of(ctx, beside, intervals)
     text = (" The Bayesian target is the expected score on a new task from a new task cluster, every cluster "
             "weighing alike; the task bootstrap's mean weighs each cluster by its number of tasks, so the two are "
             "one target only where the clusters' means do not differ with their sizes")  # fmt: skip
@@ -480,11 +485,21 @@ def _new_task_target(ctx: _Context, beside: bool) -> str:
     else:
         pooled = _pooled_cluster_means(ctx.data)
         text += (f": here, over all agents, {pooled[0]:.3f} per task and {pooled[1]:.3f} per cluster"
-                 + (" (each agent's in the side-by-side section)." if beside else "."))  # fmt: skip
+                 + (" (each agent's, and how far that weighting accounts for a gap, in the side-by-side section)."
+                    if beside else "."))  # fmt: skip
     if ctx.post is not None and "mean_observed" in ctx.post:
         text += (" The fit's `mean_observed`, its posterior mean over the data's tasks, is the counterpart of "
                  "the bootstrap's mean" + (" (in the side-by-side section)." if beside else "."))  # fmt: skip
-    return text
+    return text + _shift_of(ctx, beside, intervals)
+
+
+def _shift_of(ctx: _Context, beside: bool, intervals: dict[str, pd.DataFrame] | None) -> str:
+    """``_abilities_shift`` of the section's Bayes and bootstrap tables, where both stand beside ("" else)."""
+    if not beside or not intervals:
+        return ""
+    bay = next((v for k, v in intervals.items() if k.startswith("Bayes")), None)
+    boot = next((v for k, v in intervals.items() if "bootstrap" in k), None)
+    return "" if bay is None or boot is None else _abilities_shift(ctx, bay, boot)
 
 
 def _separated_caption(ctx: _Context, what: str) -> str:
@@ -1029,7 +1044,8 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     wide = _target_columns(ctx, wide, kind) if ctx.var == "mean_new_task" and not twin else wide
     n_dis = int(wide["disagree"].sum())
     what = "grade" if gmap else "score"
-    shift = shared_shift(wide["difference"], ctx.var == "mean_new_task", cluster_weights(ctx.fit, ctx.data))
+    shift = shared_shift(wide["difference"], ctx.var == "mean_new_task", cluster_weights(ctx.fit, ctx.data),
+                         these=_these_gap(wide, kind), clustered=_clustered(ctx))
     rep.section(
         _TITLES[sid],
         (f"Each agent's mean {what} over the tasks it ran" if ctx.mixed
@@ -1100,17 +1116,55 @@ def _side_target(ctx: _Context, wide: pd.DataFrame, total: int) -> str:
     return text
 
 
-def shared_shift(diff: pd.Series, population: bool, clusters: str = "") -> str:
+def _these_gap(wide: pd.DataFrame, kind: str) -> pd.Series | None:
+    """The fit's own mean over these tasks minus the bootstrap's mean, per agent (None without ``mean_observed``)."""
+    if "Bayes mean_observed" not in wide:
+        return None
+    return (pd.to_numeric(wide["Bayes mean_observed"], errors="coerce")
+            - pd.to_numeric(wide[f"bootstrap {kind} estimate"], errors="coerce"))  # fmt: skip
+
+
+def _clustered(ctx: _Context) -> bool:
+    """Whether the fit's new task comes from a new task cluster (a crossed fit with clusters)."""
+    from ._pairs import clustered_crossed
+
+    return ctx.fit is not None and clustered_crossed(ctx.fit)
+
+
+def _abilities_shift(ctx: _Context, bay: pd.DataFrame, boot: pd.DataFrame) -> str:
+    """Agent abilities' own word on Bayes minus bootstrap (audit B s71): the shift, its split, which to quote.
+
+    The side-by-side section says the same with the cluster weighting; here the reader meets the two
+    columns first. ``bay`` and ``boot``: the two tables of estimates (agents as rows).
+    """
+    b = pd.to_numeric(boot["estimate"], errors="coerce").set_axis(boot.index.astype(str))
+    diff = pd.to_numeric(bay["estimate"], errors="coerce").set_axis(bay.index.astype(str)).reindex(b.index) - b
+    these = None
+    if ctx.post is not None and "mean_observed" in ctx.post:
+        obs = ctx.post["mean_observed"].mean(("chain", "draw")).to_series()
+        these = obs.set_axis(obs.index.astype(str)).reindex(b.index) - b
+    return shared_shift(diff, True, these=these, clustered=_clustered(ctx))
+
+
+def shared_shift(
+    diff: pd.Series, population: bool, clusters: str = "", these: pd.Series | None = None, clustered: bool | None = None
+) -> str:
     """Bayes minus bootstrap over agents, said once; a shift most agents share is named as the model's.
 
     "Most": at least 3 in 4 agents on one side, and a two-sided sign test of the sides below 0.05.
 
     ``clusters``: the sentence on how the two weigh task clusters (:func:`cluster_weights`), when the
     fit has them. It is said whatever the number of agents, with which way weighing the clusters
-    alike moves each agent's mean (its ``means``), and the shift is put down to that weighting only
-    where it moves the mean the shift's way (audit C: METR's task families lower the mean, 0.345 per
-    task and 0.290 per cluster, while Bayes lay above the bootstrap for 9 of 10 agents).
+    alike moves each agent's mean (its ``means``). A gap is never called a difference of target from
+    a comparison of medians (audit B s71: on SWE-bench the medians agreed, -0.057 and -0.059, while a
+    fit without clusters still lay 0.033 low and the two shifts tracked each other with Spearman 0.18).
+
+    ``these``: the fit's own posterior mean over these tasks (``mean_observed``) minus the bootstrap's
+    mean, per agent: :func:`shift_split` splits ``diff`` at it into the model's assumption about unseen
+    tasks and its pooling. ``clustered``: whether the model's new task comes from a new cluster
+    (default: ``clusters`` is said).
     """
+    clustered = bool(clusters) if clustered is None else clustered
     d = pd.to_numeric(diff, errors="coerce").dropna()
     way = _weighting_way(d, getattr(clusters, "means", None)) if clusters else None
     text, shared = "", False
@@ -1122,19 +1176,65 @@ def shared_shift(diff: pd.Series, population: bool, clusters: str = "") -> str:
         # "most" is a sign no coin would give: 3 in 4 on one side and a two-sided sign test below 0.05
         # (METR binarised: 9 of 11 higher, median +0.008, sign test 0.065: no claim; SWE-bench: 23 of 25)
         shared = max(below, len(d) - below) >= 0.75 * len(d) and binomtest(below, len(d)).pvalue < 0.05
+    split = shift_split(d, these, clustered) if population else ""
+    weigh = clusters + (way[1] if way else "")
     if not (population and shared):
-        return text + (clusters + way[1] if clusters else "")
+        return text + split + weigh
     if way is not None and not way[0]:  # the weighting moves the mean the other way, or not at all
         return text + (
             " A shift most agents share is not chance between two estimates of one quantity: it comes from the "
-            "model, not from the bootstrap." + clusters + way[1] + _OBSERVED_TARGET
+            "model, not from the bootstrap." + split + weigh + QUOTE + _OBSERVED_TARGET
         )
     return text + (
         " A shift most agents share is not chance between two estimates of one quantity: it is "
         "where the model's task population (normal on the logit scale" + (", clusters weighing alike"
-        if clusters else "") + ") differs from the tasks run, which the bootstrap does not assume."
-        + clusters + (way[1] if way else "") + _OBSERVED_TARGET
+        if clustered else "") + ") differs from the tasks run, which the bootstrap does not assume."
+        + split + weigh + QUOTE + _OBSERVED_TARGET
     )
+
+
+#: the model-free answer, and which number to quote where the two part by a shared shift (audit B s71, finding 1)
+QUOTE = (" The task bootstrap's interval of the per-task mean is the model-free answer for a new task like these; "
+         "where the two part by a shift most agents share, it is the one to quote: the Bayes number rests on the "
+         "model's normal task population.")  # fmt: skip
+
+
+def shift_split(d: pd.Series, these: pd.Series | None, clustered: bool) -> str:
+    """Bayes minus bootstrap ``d`` split at the fit's own mean over these tasks, per agent, with counts.
+
+    ``these``: the fit's posterior mean over these tasks (``mean_observed``: each task's own effect,
+    its cluster's where the model has clusters) minus the bootstrap's mean, per agent. New task minus
+    these tasks (``d - these``) is the model's assumption about unseen tasks (a normal population on
+    the logit scale; with clusters, a new cluster, every cluster weighing alike); these tasks minus the
+    per-task mean (``these``) is its pooling of each agent's tasks toward that population, and for an
+    agent scored on fewer tasks its prediction of the tasks never run. ``""`` without ``these``.
+    """
+    if these is None:
+        return ""
+    g = pd.to_numeric(these, errors="coerce").set_axis(these.index.astype(str)).reindex(d.index.astype(str)).dropna()
+    if g.empty:
+        return ""
+    dd = d.set_axis(d.index.astype(str)).reindex(g.index)
+    pop = dd - g
+    first = ("the model's assumption about unseen tasks: a normal population on the logit scale"
+             + (", a new cluster, every cluster weighing alike" if clustered else ""))  # fmt: skip
+    second = "its pooling of each agent's tasks, and its guess at any task the agent never ran"
+    head = " Split at the fit's own mean over these tasks (`mean_observed`)"
+    if len(g) <= 3:
+        each = "; ".join(f"{a}: {_signed(pop[a])} and {_signed(g[a])}" for a in g.index)
+        return head + f", into new task minus these tasks ({first}) and these tasks minus the per-task mean ({second}): {each}."
+    n, larger = len(g), int((pop.abs() > g.abs()).sum())
+    return head + (
+        f": new task minus these tasks ({first}) has median {_signed(pop.median())}, of Bayes minus bootstrap's sign for "
+        f"{int((np.sign(pop) == np.sign(dd)).sum())} of {n} agents; these tasks minus the per-task mean ({second}) "
+        f"has median {_signed(g.median())}, within 0.01 of zero for {int((g.abs() <= 0.01).sum())} of {n}. The first "
+        f"is the larger part for {larger} of {n} agents."
+    )
+
+
+def _signed(x: float) -> str:
+    """``x`` to 3 decimals with its sign, and no ``-0.000``."""
+    return f"{round(float(x), 3) + 0.0:+.3f}"
 
 
 #: where the model's counterpart of the bootstrap's point estimate is, said after a shift put down to the model
@@ -1147,6 +1247,15 @@ def _weighting_way(d: pd.Series, means: pd.DataFrame | None) -> tuple[bool, str]
     ``means``: :func:`cluster_means`. The way is the sign of the median over the agents of
     per cluster minus per task beside that of ``d``'s median; each agent's pair is named where
     there are 3 or fewer. None where no agent of ``d`` has both means.
+
+    The same way in the medians is not a difference of target (audit B s71: SWE-bench's -0.057 beside
+    -0.059, while agent by agent the two shifts tracked each other with Spearman 0.18, and Minimax M2's
+    weighting went the other way). With 4 or more agents the sentence says how far the weighting
+    accounts for the gap agent by agent: the Spearman correlation of the two shifts, and for how many
+    agents Bayes lies nearer the per-cluster mean than the per-task mean. It calls the gap one of the
+    cluster weighting's target only where both say so (Spearman at least 0.5, and nearer for at least
+    3 in 4 agents): in the population the two are one target unless the clusters' means vary with
+    their sizes, which one sample of clusters shows only so far.
     """
     if means is None:
         return None
@@ -1163,11 +1272,27 @@ def _weighting_way(d: pd.Series, means: pd.DataFrame | None) -> tuple[bool, str]
     if abs(w.median()) < 5e-4:
         return False, (f" Weighing the clusters alike hardly moves the data's mean here ({said}), so it does not "
                        f"explain a difference: {_MODEL_CAUSE} do.")  # fmt: skip
-    if np.sign(w.median()) == np.sign(dd.median()):
-        return True, (f" Weighing the clusters alike moves the data's mean the way Bayes differs from the bootstrap "
-                      f"({said}): the two columns differ in target, not by chance alone.")  # fmt: skip
-    return False, (f" Weighing the clusters alike would move the data's mean the other way ({said}), so it does not "
-                   f"explain the difference: {_MODEL_CAUSE} do.")  # fmt: skip
+    if np.sign(w.median()) != np.sign(dd.median()):
+        return False, (f" Weighing the clusters alike would move the data's mean the other way ({said}), so it does "
+                       f"not explain the difference: {_MODEL_CAUSE} do.")  # fmt: skip
+    text = (f" In this sample, weighing these clusters alike moves the data's mean the way Bayes differs from the "
+            f"bootstrap ({said}).")  # fmt: skip
+    if len(w) <= 3:
+        return True, text + (" With so few agents that does not show that the two differ in target: in the "
+                             "population they are one target unless the clusters' means vary with their sizes.")  # fmt: skip
+    rho = float(w.corr(dd, method="spearman"))  # NaN where either shift is the same for every agent
+    nearer = int(((dd - w).abs() < dd.abs()).sum())  # Bayes nearer the per-cluster mean than the per-task mean
+    track = (f" Agent by agent the weighting's shift and Bayes minus bootstrap have Spearman correlation {rho:.2f}"
+             if np.isfinite(rho) else " Agent by agent one of the two shifts is the same for every agent (no Spearman "
+             "correlation)") + (f", and Bayes lies nearer the per-cluster mean than the per-task mean for {nearer} of "
+                                f"{len(w)} agents")  # fmt: skip
+    if np.isfinite(rho) and rho >= 0.5 and nearer >= 0.75 * len(w):
+        return True, text + track + (": the weighting accounts for the gap agent by agent, so on these clusters the two "
+                                     "columns differ by how they weigh them, a difference of target (in the "
+                                     "population they are one target unless the clusters' means vary with their "
+                                     "sizes).")  # fmt: skip
+    return True, text + track + (": the weighting does not account for the gap agent by agent, so a shared "
+                                 "median does not make the two columns differ in target.")  # fmt: skip
 
 
 #: what else moves the crossed model's new-task mean off the tasks run's (said where the clusters' weighting does not)
@@ -1197,12 +1322,25 @@ def _quiet_cluster_codes(data: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _pooled_cluster_means(data: xr.Dataset) -> tuple[float, float, int]:
-    """Over all agents: the mean score per task, per cluster (clusters weighing alike) and the number of clusters."""
+    """Over all agents: the mean score per task, per cluster (clusters weighing alike) and the number of clusters.
+
+    Each the average over the agents of their own means (:func:`cluster_means`), so that the per-task
+    one is the average of the data summary's per-agent means (audit U s71: pooling every agent's runs
+    within a task first gave the demo's 0.438 beside the summary's 0.436).
+    """
+    means, k = _agent_cluster_means(data)
+    return float(means["per task"].mean()), float(means["per cluster"].mean()), k
+
+
+def _agent_cluster_means(data: xr.Dataset) -> tuple[pd.DataFrame, int]:
+    """:func:`cluster_means` of the data alone, and the number of clusters."""
     score = data["score"]
-    per_task = score.mean([d for d in score.dims if d != "task"]).to_series()
+    cell = score.mean([d for d in score.dims if d not in ("agent", "task")]).transpose("agent", "task")
+    per_task = pd.DataFrame(cell.values, index=[str(a) for a in data["agent"].values])
     codes, labels = _quiet_cluster_codes(data)
-    per_cluster = per_task.groupby(np.asarray(labels, dtype=object)[codes]).mean()
-    return float(per_task.mean()), float(per_cluster.mean()), len(per_cluster)
+    by_cluster = per_task.T.groupby(np.asarray(labels, dtype=object)[codes]).mean().T  # NaN: no task scored there
+    means = pd.DataFrame({"per task": per_task.mean(axis=1), "per cluster": by_cluster.mean(axis=1)})
+    return means, by_cluster.shape[1]
 
 
 def cluster_means(fit: xr.DataTree | None, data: xr.Dataset | None) -> pd.DataFrame | None:
@@ -1218,12 +1356,7 @@ def cluster_means(fit: xr.DataTree | None, data: xr.Dataset | None) -> pd.DataFr
 
     if fit is None or data is None or "cluster" not in data.coords or "score" not in data or not clustered_crossed(fit):
         return None
-    score = data["score"]
-    cell = score.mean([d for d in score.dims if d not in ("agent", "task")]).transpose("agent", "task")
-    per_task = pd.DataFrame(cell.values, index=[str(a) for a in data["agent"].values])
-    codes, labels = _quiet_cluster_codes(data)
-    by_cluster = per_task.T.groupby(np.asarray(labels, dtype=object)[codes]).mean().T  # NaN: no task scored there
-    return pd.DataFrame({"per task": per_task.mean(axis=1), "per cluster": by_cluster.mean(axis=1)})
+    return _agent_cluster_means(data)[0]
 
 
 def cluster_weights(fit: xr.DataTree | None, data: xr.Dataset | None) -> str:
@@ -1237,7 +1370,8 @@ def cluster_weights(fit: xr.DataTree | None, data: xr.Dataset | None) -> str:
     The crossed model's new task comes from a new cluster (``sd_cluster`` in its spread), so every
     cluster weighs alike; the tasks run, and the cluster bootstrap's mean over them, weigh each by its
     tasks. SWE-bench by repository: 0.523 over the 500 tasks, 0.472 over the 12 repositories' means
-    (django, 231 tasks, is easier than most), about 0.02 of the median shift of -0.054.
+    (django, 231 tasks, is easier than most). A median shift of the same sign is not a difference of
+    target: :func:`shared_shift` says how far the weighting accounts for the gap agent by agent.
     """
     means = cluster_means(fit, data)
     if means is None:
