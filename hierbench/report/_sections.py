@@ -28,10 +28,12 @@ from ._context import _label
 from ._context import _Skip
 from ._context import file_name
 from ._context import g_interval
+from ._order import agent_order
 from ._order import in_report_order
 from ._order import order_words
 from ._pair_rows import link_caption
 from ._pair_rows import rank_link_flags
+from ._ppc_tasks import task_spread_text
 from ._report import Report
 from ._report import as_table
 from ._report import judged
@@ -629,12 +631,8 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
         from ._battle_ppc import sec_battle_ppc
 
         return sec_battle_ppc(ctx, rep, sid)
-    if _one_run_per_cell(ctx.fit):  # said first: a saved fit's missing draws would not change it
-        raise _Skip(
-            "every agent x task cell holds one run: the predictive check of success counts per "
-            "cell reduces to each agent's success rate, which the agent's own effect fits by "
-            "construction, so it cannot show misfit here"
-        )
+    if _one_run_per_cell(ctx.fit):  # the per-agent counts say nothing; the task side still can
+        return _ppc_one_run(ctx, rep, sid)
     if "posterior_predictive" not in ctx.fit.children:
         dropped = ctx.fit.attrs.get("hierbench_groups_dropped", "")
         raise _Skip(
@@ -657,7 +655,7 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
     from ..bayes import predictive_check
 
     chk = predictive_check(ctx.fit)
-    pc, n_main, left_out = F.ppc_rootogram(ctx.fit, prob=ctx.prob)
+    pc, n_main, left_out = F.ppc_rootogram(ctx.fit, prob=ctx.prob, order=agent_order(ctx))
     if pc is None:
         raise _Skip(
             f"every agent has fewer than {F.PPC_MIN_CELLS} tasks run {n_main} times (the most common number of "
@@ -681,8 +679,24 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
             f" Agents with fewer than {F.PPC_MIN_CELLS} tasks run {n_main} times have no panel: "
             + ", ".join(map(str, left_out)) + "."
         )
+    text += task_spread_text(ctx.fit, ctx.prob) or ""
     rep.section(_TITLES[sid], text, id=sid)
     rep.figure("ppc", pc, f"Posterior predictive rootogram of the success counts out of {n_main} runs.")
+
+
+#: why the per-agent rootogram says nothing about a fit of one run per cell
+ONE_RUN_PPC = ("every agent x task cell holds one run: the predictive check of success counts per cell reduces "
+               "to each agent's success rate, which the agent's own effect fits by construction, so it cannot "
+               "show misfit here")
+
+
+def _ppc_one_run(ctx: _Context, rep: Report, sid: str) -> None:
+    """A fit of one run per cell: no rootogram, the task side of the check alone (or a skip that says why)."""
+    text = task_spread_text(ctx.fit, ctx.prob)
+    if text is None:
+        raise _Skip(ONE_RUN_PPC + "; the task side needs the fit's posterior_predictive group (`hierbench fit "
+                    "--keep-predictive`, or save with groups='all')")
+    rep.section(_TITLES[sid], f"Per agent, {ONE_RUN_PPC}; the tasks' side can.{text}", id=sid)
 
 
 def _one_run_per_cell(fit: xr.DataTree) -> bool:
