@@ -103,8 +103,12 @@ def _shift_note(ctx: DemoContext, table: xr.Dataset) -> list[str]:
     if "bootstrap" not in ctx.extra or not others:
         return []
     est = table["estimate"]
-    diff = (est.sel(estimator=bayes) - est.sel(estimator=others[0])).to_series()
-    text = shared_shift(diff, True, cluster_weights(ctx.extra.get("fit"), ctx.data)).strip()
+    boot = est.sel(estimator=others[0])
+    diff = (est.sel(estimator=bayes) - boot).to_series()
+    # split at the fit's own mean over these tasks, as the report does (audit B s71)
+    obs = ctx.extra.get("observed_table")
+    these = None if obs is None else (obs["estimate"].sel(estimator="Bayes crossed (these tasks)") - boot).to_series()
+    text = shared_shift(diff, True, cluster_weights(ctx.extra.get("fit"), ctx.data), these=these).strip()
     return ["", *textwrap.wrap(text, 90)] if text else []
 
 
