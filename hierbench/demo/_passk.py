@@ -158,8 +158,8 @@ def _interval_words(freq, table: pd.DataFrame) -> str:
         return text
     text += (" `note` marks by a letter the cells whose interval carries a flag (the estimator's `ci_flag`); "
              "the letters' words are under the table.")  # fmt: skip
-    from ..freq._rates._logit_t import EVEN_CLUSTERS_FLAG
-    from ..freq._rates._logit_t import EVEN_CLUSTERS_SHARE
+    from ..freq import EVEN_CLUSTERS_FLAG
+    from ..freq import EVEN_CLUSTERS_SHARE
     from ..report import note_letters
 
     # the letter the legend gives the flag: its words end with the flag's own

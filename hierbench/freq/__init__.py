@@ -52,6 +52,8 @@ from ._pairwise._undefined import (
 )
 from ._profiles import *  # noqa: F403
 from ._rates import *  # noqa: F403
+from ._rates._logit_t import EVEN_CLUSTERS_FLAG as EVEN_CLUSTERS_FLAG  # for hierbench.demo
+from ._rates._logit_t import EVEN_CLUSTERS_SHARE as EVEN_CLUSTERS_SHARE  # for hierbench.demo
 from ._resampling import *  # noqa: F403
 from ._resampling._paired import ci_p_disagree as ci_p_disagree  # for hierbench.report
 from ._resampling._paired import disagree_label as disagree_label  # for hierbench.report

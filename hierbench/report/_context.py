@@ -9,6 +9,7 @@ import pandas as pd
 import xarray as xr
 
 from .._base import HierbenchWarning
+from .._base import fit_record
 from ..data import grade_key
 
 __all__ = ["SECTIONS", "ReportSectionWarning"]
@@ -250,8 +251,6 @@ class _Context:
         if name != "mean_new_task":
             return name
         if "clustered_crossed" not in self.cache:
-            from ._pairs import clustered_crossed
-
             self.cache["clustered_crossed"] = clustered_crossed(self.fit)
         out = _Var(name)  # a clustered crossed fit's new task comes from a new cluster: its label says so
         out.label = CLUSTERED_NEW_TASK if self.cache["clustered_crossed"] else None
@@ -493,3 +492,14 @@ class _Context:
         """Each agent's posterior mean and interval of :meth:`agent_draws`."""
         draws = self.agent_draws()
         return None if draws is None else _eti(draws, self.prob)
+
+
+def _clustered_model(fit: xr.DataTree) -> str:
+    """The fit's model name if it was fitted with task clusters, else ``""``."""
+    spec = fit_record(fit, "hierbench_spec")
+    return str(spec.get("model", "")) if spec.get("options", {}).get("clusters") else ""
+
+
+def clustered_crossed(fit: xr.DataTree) -> bool:
+    """Whether the fit is a crossed model with task clusters (a new task comes from a new cluster)."""
+    return _clustered_model(fit) == "crossed"

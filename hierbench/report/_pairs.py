@@ -25,6 +25,8 @@ from .._base import fit_record
 from ..freq import ci_p_disagree
 from ..freq import disagree_label
 from ..freq import disagree_way
+from ._context import _clustered_model
+from ._context import clustered_crossed
 from ._context import g_interval
 from ._match import battles_fit
 from ._pair_rows import PAIR_ROWS
@@ -847,17 +849,6 @@ def own_tasks_pair_note(what: str, n_pairs: int) -> str:
         "pair's paired p-value, which compares the two on the tasks both ran and allows for a new draw of "
         "tasks: a P(a > b) near 0 or 1 beside a large p-value is no contradiction."
     )
-
-
-def _clustered_model(fit: xr.DataTree) -> str:
-    """The fit's model name if it was fitted with task clusters, else ``""``."""
-    spec = fit_record(fit, "hierbench_spec")
-    return str(spec.get("model", "")) if spec.get("options", {}).get("clusters") else ""
-
-
-def clustered_crossed(fit: xr.DataTree) -> bool:
-    """Whether the fit is a crossed model with task clusters (a new task comes from a new cluster)."""
-    return _clustered_model(fit) == "crossed"
 
 
 #: what a Bradley-Terry fit's probabilities and ranks assume of the battles, and the counterpart without it

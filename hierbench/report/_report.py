@@ -36,6 +36,8 @@ def _fmt(v: object, digits: int) -> str:
     if isinstance(v, (float, np.floating)):
         if math.isnan(v):
             return "NaN"
+        if math.isinf(v):  # a value at its limit (a horizon every run beat), flagged in its row: not missing
+            return "∞" if v > 0 else "−∞"
         if float(v).is_integer() and abs(v) >= 1000:
             return f"{v:,.0f}"
         if v != 0 and abs(v) < 0.5 * 10.0**-digits:

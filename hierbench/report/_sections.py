@@ -469,7 +469,7 @@ def _new_task_target(ctx: _Context, beside: bool, intervals: dict[str, pd.DataFr
     number to quote where a shift most agents share parts them (``_abilities_shift``; audit B s71:
     the section framed METR's gap as the cluster weighting, which would move it the other way).
     """
-    from ._pairs import clustered_crossed
+    from ._context import clustered_crossed
 
     if not clustered_crossed(ctx.fit):
         return " The Bayesian target is the expected score on a new task drawn from the task population, " + (
@@ -1140,7 +1140,7 @@ def _these_gap(wide: pd.DataFrame, kind: str) -> pd.Series | None:
 
 def _clustered(ctx: _Context) -> bool:
     """Whether the fit's new task comes from a new task cluster (a crossed fit with clusters)."""
-    from ._pairs import clustered_crossed
+    from ._context import clustered_crossed
 
     return ctx.fit is not None and clustered_crossed(ctx.fit)
 
@@ -1366,7 +1366,7 @@ def cluster_means(fit: xr.DataTree | None, data: xr.Dataset | None) -> pd.DataFr
     (labels as text). A task without a cluster label is its own cluster, as the fit takes it.
     None unless ``fit`` is a crossed fit with clusters and ``data`` has a ``cluster`` coord.
     """
-    from ._pairs import clustered_crossed
+    from ._context import clustered_crossed
 
     if fit is None or data is None or "cluster" not in data.coords or "score" not in data or not clustered_crossed(fit):
         return None
