@@ -445,7 +445,8 @@ def srs_exact(tab: np.ndarray, T: int, prob: float) -> tuple[float, float, float
 
 def agent_out(rec: _Record, *, T: int, prob: float, model: tuple[float, float, float],
               fixed: tuple[float, float, int] | None = None, exact: bool = False,
-              bracket: tuple[float, float] | None = None, widen: bool = False) -> _AgentOut:
+              bracket: tuple[float, float] | Callable[[], tuple[float, float]] | None = None,
+              widen: bool = False) -> _AgentOut:
     """Estimate (Des Raj, or the classical ``fixed`` one), interval, misfit test of one agent's record.
 
     ``exact``: 0/1 outcomes, uniform draws and no model: the exact hypergeometric interval

@@ -21,6 +21,8 @@ This module imports numpy and scipy only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from scipy.stats import binom
 
@@ -139,11 +141,12 @@ def design_bracket(design: str, v: np.ndarray, drawn: np.ndarray, stratum: np.nd
 
 
 def guarded_bounds(v: np.ndarray, T: int, prob: float, lo: float, hi: float,
-                   bracket: tuple[float, float] | None = None, widen: bool = True) -> tuple[float, float, str]:
+                   bracket: tuple[float, float] | Callable[[], tuple[float, float]] | None = None,
+                   widen: bool = True) -> tuple[float, float, str]:
     """A design-based ``t`` interval ``[lo, hi]`` for the mean of values ``v`` in [0, 1], guarded where it degenerates.
 
-    ``bracket`` is the design's distribution-free bracket (default: uniform draws',
-    :func:`bracket_bounds`). Where the ``t`` interval is a point, or (``widen``: the plain mean
+    ``bracket`` is the design's distribution-free bracket, or a function that computes it when
+    needed (default: uniform draws', :func:`bracket_bounds`). Where the ``t`` interval is a point, or (``widen``: the plain mean
     of the rates, no model) the drawn values do not vary, the interval is the bracket
     (``"bracket"``): the ``t`` interval was a point (METR, gpt-3.5-turbo-instruct, 10 of 76
     tasks all 0 in 133 of 200 plans: ``0 [0, 0]``, coverage 0.34 at 90%). With ``widen``, where at
@@ -158,12 +161,18 @@ def guarded_bounds(v: np.ndarray, T: int, prob: float, lo: float, hi: float,
     v = np.asarray(v, float)
     if v.size >= T:
         return lo, hi, ""
-    blo, bhi = bracket if bracket is not None else bracket_bounds(v, T, prob)
-    if lo == hi or (widen and np.ptp(v) == 0):
+    point = lo == hi or (widen and np.ptp(v) == 0)
+    few_up, few_down = widen and (v > 0).sum() <= 1, widen and (v < 1).sum() <= 1
+    if not (point or few_up or few_down):  # nothing to guard: the bracket is not computed (50,000 tasks: 4 s)
+        return lo, hi, ""
+    if bracket is None:
+        bracket = bracket_bounds(v, T, prob)
+    blo, bhi = bracket() if callable(bracket) else bracket
+    if point:
         return blo, bhi, "bracket"
     how = ""
-    if widen and (v > 0).sum() <= 1 and bhi > hi:
+    if few_up and bhi > hi:
         hi, how = bhi, "guarded"
-    if widen and (v < 1).sum() <= 1 and blo < lo:
+    if few_down and blo < lo:
         lo, how = blo, "guarded"
     return lo, hi, how

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -193,7 +194,8 @@ def _adaptive_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, n
         y = np.zeros(T)
         y[tab[:, 0].astype(int)] = tab[:, 5]
         fixed = classical(y, np.zeros(T), tab[:, 0].astype(int), np.zeros(T, np.intp), np.ones(T), False)
-    bracket = bracket_bounds(rec.table()[:, 5], T, spec.prob) if work is None else None  # uniform draws only
+    # uniform draws only; computed only where the t interval degenerates
+    bracket = partial(bracket_bounds, rec.table()[:, 5], T, spec.prob) if work is None else None
     return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed, exact=exact and work is None,
                      bracket=bracket, widen=True)
 
@@ -378,8 +380,8 @@ def _plan_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, plan:
     bracket = None
     if plan.design != "pps":  # draws uniform within strata, or independent: a bracket for every population
         tab = rec.table()
-        bracket = design_bracket(plan.design, tab[:, 5], tab[:, 0].astype(int), stratum, plan.inclusion.values,
-                                 spec.prob)
+        bracket = partial(design_bracket, plan.design, tab[:, 5], tab[:, 0].astype(int), stratum,
+                          plan.inclusion.values, spec.prob)  # computed only where the t interval degenerates
     return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed, exact=exact, bracket=bracket,
                      widen=work is None)
 
