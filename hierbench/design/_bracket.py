@@ -131,7 +131,7 @@ def design_bracket(design: str, v: np.ndarray, drawn: np.ndarray, stratum: np.nd
     """The bracket of a plan's ``design`` for the drawn values ``v`` of the tasks ``drawn`` (indices).
 
     ``stratum`` and ``incl``: every task's stratum and inclusion probability, as the plan holds them.
-    Uniform draws (``"srs"``, and ``"adaptive"`` without a model) use :func:`bracket_bounds`.
+    ``"srs"`` uses :func:`bracket_bounds` (adaptive draws without a model call it directly).
     """
     if design == "stratified":
         return stratified_bracket(v, stratum[drawn], stratum, prob)

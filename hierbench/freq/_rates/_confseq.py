@@ -493,8 +493,8 @@ def confidence_sequence(
         permutation for all streams, ``x`` and ``y``), recorded in ``order``.
         False (default): the data's order, for values that arrive in a
         random order already or are monitored as they come. After a census
-        the set is the mean (the target, then known); a running set that had
-        excluded it is warned (``HierbenchWarning``).
+        (``n_population`` the tasks of ``x``) the set is the mean and a running
+        set that had excluded it is warned; with a larger population, neither.
     n_population : int, "infinite" or None
         The size of the benchmark the tasks are drawn from without
         replacement in a random order, whose mean is then the target (the
@@ -532,7 +532,7 @@ def confidence_sequence(
     b = _running_bounds(z, y is not None, prob, int(breaks), float(theta), float(trunc_scale), combine, N,
                         running_intersection)
     n = xr.DataArray(np.arange(1, z.sizes[task_dim] + 1), dims=task_dim, coords={task_dim: z[task_dim].values})
-    bounds = _sequence_interval(b, z, task_dim, prob, y is not None, breaks, combine, running_intersection, N)
+    bounds = _sequence_interval(b, z, prob, y is not None, breaks, combine, running_intersection, N)
     bounds.attrs["task_order"] = ("a uniformly random permutation drawn by shuffle=True (the result's `order`)"
                                   if shuffle else "as given: the order of `x` (the guarantee assumes it is random)")
     est = (values.astype(float).cumsum(task_dim) / n).transpose(*z.dims)
@@ -581,7 +581,7 @@ def _pair_names(x: xr.DataArray, y: xr.DataArray | None) -> dict[str, str | None
         "agent_a": input_label(x, y, "x"), "agent_b": input_label(y, x, "y")}
 
 
-def _sequence_interval(b, z, task_dim, prob, paired, breaks, combine, running_intersection, N) -> xr.DataArray:
+def _sequence_interval(b, z, prob, paired, breaks, combine, running_intersection, N) -> xr.DataArray:
     """The running bounds ``b`` ``(..., task, 2)`` as an interval over ``z``'s dims, with the settings in attrs."""
     coords = {k: c for k, c in z.coords.items() if set(c.dims) <= set(z.dims)}
     tmpl = xr.DataArray(b[..., 0], dims=z.dims, coords=coords)

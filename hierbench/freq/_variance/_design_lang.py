@@ -102,7 +102,22 @@ class Design:
         """Return the design with ``facet`` removed (a facet with a single level)."""
         facets = tuple(f for f in self.facets if f != facet)
         parents = {f: self.parents[f] - {facet} for f in facets}
-        return _build(self.formula + f" (without {facet})", facets, parents)
+        return _build(f"{self.formula}{WITHOUT}{facet})", facets, parents)
+
+
+#: how a design's formula says a facet was removed (``Design.without``); ``given_formula`` reads it back
+WITHOUT = " (without "
+
+
+def given_formula(formula: str) -> str:
+    """The design as given, before ``Design.without`` removed facets from it.
+
+    Examples
+    --------
+    >>> given_formula(parse_design("run:(agent*task)").without("agent").formula)
+    'run:(agent*task)'
+    """
+    return formula.split(WITHOUT)[0]
 
 
 _TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_.\-]*)|(.))")

@@ -39,6 +39,7 @@ from ..._base import SmallSampleWarning
 from ..._base import warn_user
 from .._kernels import few_units
 from ._design_lang import Design
+from ._design_lang import given_formula
 from ._design_lang import parse_design
 from ._warnings import ConfoundedComponentWarning
 from ._warnings import ExtrapolationWarning
@@ -108,7 +109,7 @@ def runs_in_tasks(vc) -> set[tuple[str, str]]:
     """
     if not vc.dropped:
         return set()
-    given = parse_design(vc.formula.split(" (without ")[0])
+    given = parse_design(given_formula(vc.formula))
     return {
         (t, c) for t, c in spread_pairs(vc) if given.parents.get(t, frozenset()) & set(vc.dropped)
     }

@@ -649,17 +649,15 @@ def variance_components(
     method : {"auto", "anova", "reml"}
         ``"auto"``: the closed-form ANOVA estimators for balanced data (negative
         estimates truncated at 0 with :class:`NegativeVarianceComponentWarning`),
-        REML otherwise (an estimate at the boundary 0 gets the same warning). ``"anova"`` refuses unbalanced data with
-        :class:`UnbalancedDesignError`.
+        REML otherwise (an estimate at the boundary 0 gets the same warning).
+        ``"anova"`` refuses unbalanced data (:class:`UnbalancedDesignError`).
     %(prob)s
     ci : {"auto", "profile", "wald"}
         Kind of the intervals (of the components and of E rho^2 / Phi).
-        ``"auto"``: profile REML likelihood, for balanced (ANOVA) and unbalanced
-        (REML) fits alike, up to a problem size (module notes; Wald above it, said
-        in ``note``): Wald intervals under-cover with few levels or a component
-        near 0 (a balanced 6 x 5 one-way design: 0.90 against the profile's 0.98 at
-        95%). ``"wald"``: normal on log(variance), with the exact sampling variance
-        of the ANOVA estimators for balanced data.
+        ``"auto"``: profile REML likelihood, balanced or not, up to a problem size
+        (module notes; Wald above it, said in ``note``): Wald under-covers with few
+        levels or a component near 0 (one-way 6 x 5: 0.90 against the profile's
+        0.98 at 95%). ``"wald"``: normal on log(variance).
 
     Returns
     -------

@@ -32,6 +32,9 @@ __all__: list[str] = []
 
 COEFFICIENTS = ("e_rho2", "phi")
 
+#: the Wald interval's caveat at a component estimated at 0 (its ``ci_detail`` and the repr's label)
+AT_ZERO = "an estimate at 0 gets [0, z se], with no coverage guarantee"
+
 
 def _estimates_and_se(vc) -> tuple[np.ndarray, np.ndarray]:
     """The components truncated at 0 and their standard errors (the Wald interval's inputs)."""
@@ -58,8 +61,8 @@ def wald_ci(vc, prob: float | None = None) -> xr.DataArray:
         prob=prob,
         kind="log-normal",
         detail=(
-            f"Wald on log(variance) with standard errors from {src}; an estimate at 0 "
-            "gets [0, z * se], which has no coverage guarantee (profile_ci() gives the profile interval)"
+            f"Wald on log(variance) with standard errors from {src}; {AT_ZERO} (profile_ci() gives the "
+            "profile interval)"
         ),
         template=vc._comp(est),
         warn_zero_width=False,
@@ -331,8 +334,8 @@ def interval_words(ci: xr.DataArray) -> str:
     if ci.attrs.get("ci_kind") == "profile":
         return f"{pct} profile REML likelihood intervals"
     words = f"{pct} Wald intervals on log(variance): estimate x exp(+-z se/estimate)"
-    if "[0, z * se]" in str(ci.attrs.get("ci_detail", "")) and bool((ci.sel(ci_bound="lower") == 0).any()):
-        words += "; an estimate at 0 gets [0, z se], with no coverage guarantee"
+    if ci.attrs.get("ci_kind") == "log-normal" and bool((ci.sel(ci_bound="lower") == 0).any()):
+        words += f"; {AT_ZERO}"
     return words
 
 

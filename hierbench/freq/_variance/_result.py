@@ -39,8 +39,9 @@ class VarianceComponentsResult(Result):
     """A G-study: variance components with intervals, the ANOVA table, D-studies.
 
     ``estimate`` and ``ci`` (and the other DataArray views) are built when asked
-    for: a balanced G-study's estimates cost microseconds, its default profile
-    intervals a fraction of a second when first read.
+    for: a balanced G-study's estimates cost microseconds; its default profile
+    intervals are computed when first read (a fraction of a second on Brennan's
+    or Penicillin's designs, seconds near the size limit: the module notes).
 
     Attributes
     ----------
