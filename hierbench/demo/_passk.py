@@ -160,13 +160,12 @@ def _interval_words(freq, table: pd.DataFrame) -> str:
              "the letters' words are under the table.")  # fmt: skip
     from ..freq import EVEN_CLUSTERS_FLAG
     from ..freq import EVEN_CLUSTERS_SHARE
-    from ..report import note_letters
+    from ..report import letter_of
 
-    # the letter the legend gives the flag: its words end with the flag's own
-    even = [w.split(" ", 1)[0] for w in note_letters(table["flag"])[1] if w.endswith(f": {EVEN_CLUSTERS_FLAG}")]
-    if even:
+    even = letter_of(table["flag"], EVEN_CLUSTERS_FLAG)  # the letter the legend gives the flag
+    if even is not None:
         text += (
-            f" Letter {even[0]} is neither a bound nor the all-0 / all-1 case: it marks a t interval kept where "
+            f" Letter {even} is neither a bound nor the all-0 / all-1 case: it marks a t interval kept where "
             f"the G clusters' sums carry the mean evenly, n_eff >= {EVEN_CLUSTERS_SHARE:g} G (n_eff = (sum S)^2 "
             "/ sum S^2 over the clusters' sums S of the per-task values, or of 1 minus them where that is "
             "smaller), whatever the mean."

@@ -47,6 +47,7 @@ from ._pairs import pair_sentence
 from ._pairs import pair_text
 from ._pairs import score_order as score_order  # for the CLI; not in __all__
 from ._pairs import settings_text
+from ._passk import letter_of as letter_of  # for the demo; not in __all__
 from ._passk import note_letters as note_letters  # for the demo; not in __all__
 from ._passk import shrinking_tasks_note as shrinking_tasks_note  # for the demo; not in __all__
 from ._passk import unbiased_interval as unbiased_interval  # for the demo; not in __all__

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -214,6 +215,48 @@ _BATTLES_ML = {
     False: "none: the battles' counterpart is `hierbench.freq.fit_bradley_terry_ml` (it resamples the prompts), "
     "which this report does not compute",
 }
+
+
+class Population(NamedTuple):
+    """A model's population of task rates, toward which it pulls every task and from which its new task comes.
+
+    ``shape``: the words in brackets after "task population" (``""``: not known for this model);
+    ``noun``: the population named in full; ``short``: as "the model's {short}".
+    """
+
+    shape: str
+    noun: str
+    short: str
+
+
+#: each model's population of task rates, keyed by the fit's ``hierbench_model`` (its one owner)
+_POPULATION = {
+    "crossed": Population("normal on the logit scale", "a normal population on the logit scale",
+                          "normal task population"),
+    "beta_binomial": Population("a beta", "a beta population of task rates per agent",
+                                "beta population of task rates"),
+}  # fmt: skip
+_ANY_POPULATION = Population("", "its population of tasks", "task population")
+
+
+def population_words(model: object) -> Population:
+    """The words for the population of task rates of the fit whose ``hierbench_model`` is ``model``.
+
+    Audit s71 review, finding 1: the crossed model's "normal on the logit scale" was said of
+    beta-binomial fits too. A model not listed gets words that name no shape.
+    """
+    return _POPULATION.get(str(model), _ANY_POPULATION)
+
+
+def most_share(k: int, n: int) -> bool:
+    """Whether ``k`` of ``n`` agents on one side is "a shift most agents share" (its one owner).
+
+    At least 3 in 4 on that side and a two-sided sign test below 0.05: a sign no fair coin would
+    give (METR binarised: 9 of 11, sign test 0.065, is no claim; SWE-bench's 23 of 25 is).
+    """
+    from scipy.stats import binomtest
+
+    return n > 0 and max(k, n - k) >= 0.75 * n and binomtest(k, n).pvalue < 0.05
 
 
 class _Context:

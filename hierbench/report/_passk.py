@@ -31,6 +31,8 @@ from ..data import grade_key
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _Skip
+from ._context import most_share
+from ._context import population_words
 from ._order import in_report_order
 from ._order import order_words
 from ._report import Report
@@ -238,14 +240,32 @@ def note_letters(flags: pd.Series) -> tuple[pd.Series, list[str]]:
     characters); a letter per note, its words once, says the same. ``"unbiased: x"`` reads
     ``"a (the unbiased estimator's interval): x"``.
     """
-    parts = [[p for p in str(f).split("; ") if p] for f in flags.fillna("")]
-    notes = list(dict.fromkeys(p for row in parts for p in row))
-    letter = {n: "abcdefghijklmnopqrstuvwxyz"[i] if i < 26 else str(i + 1) for i, n in enumerate(notes)}
+    parts, letter = _letters(flags)
     words = []
-    for n in notes:
+    for n in letter:
         who, _, what = n.partition(": ")
         words.append(f"{letter[n]} ({_WHOSE[who]}): {what}" if who in _WHOSE and what else f"{letter[n]}: {n}")
     return pd.Series([",".join(letter[p] for p in row) for row in parts], index=flags.index), words
+
+
+def _letters(flags: pd.Series) -> tuple[list[list[str]], dict[str, str]]:
+    """Each row's notes, and each note's letter in order of first use (``note_letters``' one rule)."""
+    parts = [[p for p in str(f).split("; ") if p] for f in flags.fillna("")]
+    notes = list(dict.fromkeys(p for row in parts for p in row))
+    return parts, {n: "abcdefghijklmnopqrstuvwxyz"[i] if i < 26 else str(i + 1) for i, n in enumerate(notes)}
+
+
+def letter_of(flags: pd.Series, note: str) -> str | None:
+    """The letter :func:`note_letters` gives ``note`` among ``flags`` (None where no row carries it).
+
+    ``note`` matches a flag that is ``note`` itself or ``note`` after whose interval it is about
+    (``"unbiased: <note>"``, ``"Bayes: <note>"``); the first such flag's letter is returned.
+    """
+    for n, a in _letters(flags)[1].items():
+        who, _, what = n.partition(": ")
+        if n == note or (who in _WHOSE and what == note):
+            return a
+    return None
 
 
 def _apart(unb: pd.DataFrame, bay: pd.DataFrame) -> pd.Series:
@@ -321,7 +341,7 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
         text += "\n\n" + shrinking
     if "disagree" in table:
         model = ctx.fit.attrs.get("hierbench_model")
-        text += "\n\n" + _disagree_text(table, model).lstrip() + _all_pass_text(ctx) + _crossed_all_pass_text(ctx)
+        text += "\n\n" + _disagree_text(table, model).lstrip() + _all_pass_lean(ctx, model)
     if "flag" in table:  # a letter per note, its words in the text; `note` whether or not a row has one, as the
         letters, words = note_letters(table["flag"])  # text names it (a table of no notes headed it `flag`)
         table = table.drop(columns="flag").assign(note=letters)
@@ -378,16 +398,13 @@ def _tasks_per_k(n: xr.DataArray, index: pd.MultiIndex) -> list[int]:
 #: which of the two pass^k columns assumes no model: the one owner of these words (every model's text says it)
 MODEL_FREE = "the unbiased column is the model-free one"
 
-#: what each model's pass^k rests on: its population of task rates, toward which it pulls every cell
-_POPULATION = {"crossed": "normal on the logit scale", "beta_binomial": "a beta"}
-
 
 def _disagree_text(table: pd.DataFrame, model: str | None = None) -> str:
     """What `disagree` marks, counted; why the two can part; which column is model-free; their side at the largest k.
 
     ``model``: the fit's ``hierbench_model``, naming the population of task rates its pass^k rests on.
     """
-    pop = _POPULATION.get(str(model))
+    pop = population_words(model).shape
     rests = (f", while the {model} model's number rests on its population of task rates ({pop}), toward which it "
              "pulls every cell" if pop else ", while the model's number rests on the model")  # fmt: skip
     return (
@@ -410,7 +427,7 @@ def _shared_direction(table: pd.DataFrame) -> str:
     Agents whose unbiased estimate is 0 or 1 are left out (the model's pass^k never reaches
     either, so its side there is foregone), as are ties. Where at least 3 in 4 of the agents lie
     on one side and a two-sided sign test is below 0.05 (the abilities' rule for a shift most
-    agents share, ``_sections.shared_shift``), the shift is said to be the model's. Audit B
+    agents share, ``_context.most_share``), the shift is said to be the model's. Audit B
     (s71), finding 2: on METR the posterior lay below for 6 of the 7 agents at k = 8, each
     inside its interval, so "0 of 29 rows" disagreed.
     """
@@ -435,9 +452,7 @@ def _shared_direction(table: pd.DataFrame) -> str:
                 f"of {n} agents")  # fmt: skip
         text += (f" (the {len(at) - n} other{'s' if len(at) - n > 1 else ''} left out: an unbiased 0 or 1, which the model's pass^k never reaches, "
                  "or a tie, or no value)." if len(at) > n else ".")  # fmt: skip
-    from scipy.stats import binomtest
-
-    if count >= 0.75 * n and binomtest(count, n).pvalue < 0.05:  # "most": a sign no coin would give
+    if most_share(count, n):
         text += (f" A side most agents share is not chance between two estimates of these tasks' pass^k: it is the "
                  f"model's, and there {MODEL_FREE}.")  # fmt: skip
     return text
@@ -454,48 +469,55 @@ def _all_pass_share(ctx: _Context) -> float:
     return float(((c["n_success"] == c["n_runs"]) & cells).sum() / max(int(cells.sum()), 1))
 
 
-def _all_pass_text(ctx: _Context) -> str:
-    """Where many cells passed every run: which way a beta population of task rates leans at large k ("" else).
+#: how each model's population of task rates leans where many cells passed every run, and the simulation behind it
+_ALL_PASS_LEAN = {
+    # audit K, finding 5: 3 x 40 replicates from tau-bench airline's task rates
+    "beta_binomial": ("at exactly 1", " (in simulations from tau-bench's airline task rates, a bias of about -0.012 "
+                      "at k = 4, the unbiased estimator's about 0): where the two part that way"),
+    # audit B (s71), finding 2: 400 data sets, the default crossed model
+    "crossed": ("near 1", ": in simulations from tau-bench's airline task rates (400 data sets, 4 runs per task) a "
+                "bias of -0.014 +- 0.001 at k = 4 (6% of the true 0.239), the unbiased estimator's +0.001, while "
+                "the posterior interval still covered 0.95 to 0.98 of the time. Where the two part that way"),
+}  # fmt: skip
 
-    Audit K, finding 5: a beta (the beta-binomial's population) puts little mass at exactly 1, so it
-    pulls always-solved tasks off 1 and pass^k at large k, which rests on them, below the unbiased
-    estimate. On tau-bench's airline log 0.170 against the published 0.200 at k = 4; in simulations
-    from that log's own task rates (3 x 40 replicates) a bias of -0.011 to -0.013 at k = 4 against the
-    unbiased estimator's -0.001 to +0.003, the realised interval still covering (116 of 120).
-    """
-    if ctx.fit is None or ctx.fit.attrs.get("hierbench_model") != "beta_binomial" or ctx.data is None:
-        return ""
-    share = _all_pass_share(ctx)
-    if share < 0.1:
-        return ""
-    return (f" Here {share:.0%} of the agent x task cells with two or more runs passed every run. The "
-            "beta-binomial's beta population of task rates puts little mass at exactly 1, so it pulls such "
-            "tasks below 1 and its pass^k at large k, which rests on them, below the unbiased estimate (in "
-            "simulations from tau-bench's airline task rates, a bias of about -0.012 at k = 4, the unbiased "
-            f"estimator's about 0): where the two part that way, {MODEL_FREE}.")
+
+def _all_pass_text(ctx: _Context) -> str:
+    """``_all_pass_lean`` for a beta-binomial fit ("" for any other)."""
+    return _all_pass_lean(ctx, "beta_binomial")
 
 
 def _crossed_all_pass_text(ctx: _Context) -> str:
-    """The crossed model's counterpart of ``_all_pass_text``: its normal logit population leans the same way.
+    """``_all_pass_lean`` for a crossed fit ("" for any other)."""
+    return _all_pass_lean(ctx, "crossed")
 
-    Audit B (s71), finding 2: seeded simulation, 400 data sets from tau-bench airline's own task
-    rates c / 4 (14 tasks at 0, 10 at 1), 4 runs per task, the default crossed model (2 chains x 500
-    draws), target these tasks' own pass^k: posterior-mean bias +0.0026 at k = 1, -0.0053 at k = 3,
-    -0.0136 +- 0.0012 at k = 4 (-5.7% of 0.239); the unbiased estimator's +0.0008 to +0.0021
-    (+- 0.0012); the posterior interval covering 0.95 to 0.98. On the log itself 0.172 against the
-    published 0.200 at k = 4.
+
+def _all_pass_lean(ctx: _Context, model: str | None) -> str:
+    """Where many cells passed every run: which way ``model``'s population of task rates leans at large k ("" else).
+
+    ``""`` unless the fit is of ``model`` and ``model`` has such a population (``_ALL_PASS_LEAN``);
+    the one builder for both, ending with ``MODEL_FREE``. Audit K, finding 5: a beta (the beta-binomial's population) puts little mass at
+    exactly 1, so it pulls always-solved tasks off 1 and pass^k at large k, which rests on them, below
+    the unbiased estimate. On tau-bench's airline log 0.170 against the published 0.200 at k = 4; in
+    simulations from that log's own task rates (3 x 40 replicates) a bias of -0.011 to -0.013 at k = 4
+    against the unbiased estimator's -0.001 to +0.003, the realised interval still covering (116 of 120).
+
+    Audit B (s71), finding 2, the crossed model's normal logit population leans the same way: seeded
+    simulation, 400 data sets from tau-bench airline's own task rates c / 4 (14 tasks at 0, 10 at 1),
+    4 runs per task, the default crossed model (2 chains x 500 draws), target these tasks' own pass^k:
+    posterior-mean bias +0.0026 at k = 1, -0.0053 at k = 3, -0.0136 +- 0.0012 at k = 4 (-5.7% of
+    0.239); the unbiased estimator's +0.0008 to +0.0021 (+- 0.0012); the posterior interval covering
+    0.95 to 0.98. On the log itself 0.172 against the published 0.200 at k = 4.
     """
-    if ctx.fit is None or ctx.fit.attrs.get("hierbench_model") != "crossed" or ctx.data is None:
+    if ctx.fit is None or ctx.fit.attrs.get("hierbench_model") != model or model not in _ALL_PASS_LEAN:
         return ""
     share = _all_pass_share(ctx)
     if share < 0.1:
         return ""
-    return (f" Here {share:.0%} of the agent x task cells with two or more runs passed every run. A normal "
-            "population on the logit scale puts little mass near 1, so the model pulls such tasks below 1 and its "
-            "pass^k at large k, which rests on them, below the unbiased estimate: in simulations from tau-bench's "
-            "airline task rates (400 data sets, 4 runs per task) a bias of -0.014 +- 0.001 at k = 4 (6% of the "
-            "true 0.239), the unbiased estimator's +0.001, while the posterior interval still covered 0.95 to "
-            "0.98 of the time. Where the two part that way, the unbiased column is the one to quote.")
+    mass, sims = _ALL_PASS_LEAN[model]
+    return (f" Here {share:.0%} of the agent x task cells with two or more runs passed every run. The "
+            f"{model.replace('_', '-')} model's {population_words(model).short} puts little mass {mass}, so it "
+            "pulls such tasks below 1 and its pass^k at large k, which rests on them, below the unbiased "
+            f"estimate{sims}, {MODEL_FREE}.")
 
 
 def _passk_text(ctx: _Context, what: str, unbiased_ci: str | None, show: list[int]) -> str:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ._context import population_words
+
 #: the level each of the three two-sided predictive p-values is read at (0.05 over three looks)
 TASK_SPREAD_LEVEL = 0.05 / 3
 
@@ -42,7 +44,8 @@ def task_spread_text(fit: xr.DataTree, prob: float) -> str | None:
             f"{stat('share_all_fail', '.1%')}, the share every run solved {stat('share_all_pass', '.1%')}, and "
             f"the sd of the tasks' success shares {stat('sd_task_share', '.3f')}.")
     if p.min() < TASK_SPREAD_LEVEL:
-        text += (" The model's task population (normal on the logit scale) does not hold these tasks' spread "
+        shape = population_words(fit.attrs.get("hierbench_model")).shape
+        text += (f" The model's task population{f' ({shape})' if shape else ''} does not hold these tasks' spread "
                  f"(p below 0.05 / 3 for {int((p < TASK_SPREAD_LEVEL).sum())} of the 3): its means for a new "
                  "task lean on that population, so the task bootstrap's per-task means are the numbers to quote "
                  "(Agent abilities).")

@@ -28,6 +28,8 @@ from ._context import _label
 from ._context import _Skip
 from ._context import file_name
 from ._context import g_interval
+from ._context import most_share
+from ._context import population_words
 from ._order import agent_order
 from ._order import in_report_order
 from ._order import order_words
@@ -1059,7 +1061,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     n_dis = int(wide["disagree"].sum())
     what = "grade" if gmap else "score"
     shift = shared_shift(wide["difference"], ctx.var == "mean_new_task", cluster_weights(ctx.fit, ctx.data),
-                         these=_these_gap(wide, kind), clustered=_clustered(ctx))
+                         these=_these_gap(wide, kind), clustered=_clustered(ctx), model=_model(ctx))
     rep.section(
         _TITLES[sid],
         (f"Each agent's mean {what} over the tasks it ran" if ctx.mixed
@@ -1157,11 +1159,17 @@ def _abilities_shift(ctx: _Context, bay: pd.DataFrame, boot: pd.DataFrame) -> st
     if ctx.post is not None and "mean_observed" in ctx.post:
         obs = ctx.post["mean_observed"].mean(("chain", "draw")).to_series()
         these = obs.set_axis(obs.index.astype(str)).reindex(b.index) - b
-    return shared_shift(diff, True, these=these, clustered=_clustered(ctx))
+    return shared_shift(diff, True, these=these, clustered=_clustered(ctx), model=_model(ctx))
+
+
+def _model(ctx: _Context) -> str | None:
+    """The fit's ``hierbench_model`` (None without a fit): the key of its population's words."""
+    return None if ctx.fit is None else ctx.fit.attrs.get("hierbench_model")
 
 
 def shared_shift(
-    diff: pd.Series, population: bool, clusters: str = "", these: pd.Series | None = None, clustered: bool | None = None
+    diff: pd.Series, population: bool, clusters: str = "", these: pd.Series | None = None,
+    clustered: bool | None = None, model: str | None = "crossed",
 ) -> str:
     """Bayes minus bootstrap over agents, said once; a shift most agents share is named as the model's.
 
@@ -1176,52 +1184,54 @@ def shared_shift(
     ``these``: the fit's own posterior mean over these tasks (``mean_observed``) minus the bootstrap's
     mean, per agent: :func:`shift_split` splits ``diff`` at it into the model's assumption about unseen
     tasks and its pooling. ``clustered``: whether the model's new task comes from a new cluster
-    (default: ``clusters`` is said).
+    (default: ``clusters`` is said). ``model``: the fit's ``hierbench_model``, whose population of
+    task rates the sentences name (:func:`population_words`; the default is the demo's crossed fit).
     """
     clustered = bool(clusters) if clustered is None else clustered
     d = pd.to_numeric(diff, errors="coerce").dropna()
-    way = _weighting_way(d, getattr(clusters, "means", None)) if clusters else None
+    way = _weighting_way(d, getattr(clusters, "means", None), model) if clusters else None
     text, shared = "", False
     if len(d) >= 4:
-        from scipy.stats import binomtest
-
         below, med = int((d < 0).sum()), float(d.median())
         text = f" Bayes minus bootstrap: median {med:+.3f}, Bayes lower for {below} of {len(d)} agents."
-        # "most" is a sign no coin would give: 3 in 4 on one side and a two-sided sign test below 0.05
-        # (METR binarised: 9 of 11 higher, median +0.008, sign test 0.065: no claim; SWE-bench: 23 of 25)
-        shared = max(below, len(d) - below) >= 0.75 * len(d) and binomtest(below, len(d)).pvalue < 0.05
-    split = shift_split(d, these, clustered) if population else ""
+        shared = most_share(below, len(d))
+    split = shift_split(d, these, clustered, model) if population else ""
     weigh = clusters + (way[1] if way else "")
     if not (population and shared):
         return text + split + weigh
     if way is not None and not way[0]:  # the weighting moves the mean the other way, or not at all
         return text + (
             " A shift most agents share is not chance between two estimates of one quantity: it comes from the "
-            "model, not from the bootstrap." + split + weigh + QUOTE + _OBSERVED_TARGET
+            "model, not from the bootstrap." + split + weigh + quote(model) + _OBSERVED_TARGET
         )
+    paren = ", ".join(w for w in (population_words(model).shape, "clusters weighing alike" if clustered else "") if w)
     return text + (
         " A shift most agents share is not chance between two estimates of one quantity: it is "
-        "where the model's task population (normal on the logit scale" + (", clusters weighing alike"
-        if clustered else "") + ") differs from the tasks run, which the bootstrap does not assume."
-        + split + weigh + QUOTE + _OBSERVED_TARGET
+        f"where the model's task population{f' ({paren})' if paren else ''} differs from the tasks run, which the "
+        "bootstrap does not assume." + split + weigh + quote(model) + _OBSERVED_TARGET
     )
 
 
-#: the model-free answer, and which number to quote where the two part by a shared shift (audit B s71, finding 1)
-QUOTE = (" The task bootstrap's interval of the per-task mean is the model-free answer for a new task like these; "
-         "where the two part by a shift most agents share, it is the one to quote: the Bayes number rests on the "
-         "model's normal task population.")  # fmt: skip
+def quote(model: str | None) -> str:
+    """The model-free answer, and which number to quote where the two part by a shared shift (audit B s71, finding 1).
+
+    ``model``: the fit's ``hierbench_model``, whose population the Bayes number rests on.
+    """
+    return (" The task bootstrap's interval of the per-task mean is the model-free answer for a new task like "
+            "these; where the two part by a shift most agents share, it is the one to quote: the Bayes number "
+            f"rests on the model's {population_words(model).short}.")  # fmt: skip
 
 
-def shift_split(d: pd.Series, these: pd.Series | None, clustered: bool) -> str:
+def shift_split(d: pd.Series, these: pd.Series | None, clustered: bool, model: str | None = "crossed") -> str:
     """Bayes minus bootstrap ``d`` split at the fit's own mean over these tasks, per agent, with counts.
 
     ``these``: the fit's posterior mean over these tasks (``mean_observed``: each task's own effect,
     its cluster's where the model has clusters) minus the bootstrap's mean, per agent. New task minus
-    these tasks (``d - these``) is the model's assumption about unseen tasks (a normal population on
-    the logit scale; with clusters, a new cluster, every cluster weighing alike); these tasks minus the
-    per-task mean (``these``) is its pooling of each agent's tasks toward that population, and for an
-    agent scored on fewer tasks its prediction of the tasks never run. ``""`` without ``these``.
+    these tasks (``d - these``) is the model's assumption about unseen tasks (its population of task
+    rates, :func:`population_words` of ``model``, the fit's ``hierbench_model``; with clusters, a new
+    cluster, every cluster weighing alike); these tasks minus the per-task mean (``these``) is its
+    pooling of each agent's tasks toward that population, and for an agent scored on fewer tasks its
+    prediction of the tasks never run. ``""`` without ``these``.
     """
     if these is None:
         return ""
@@ -1230,7 +1240,7 @@ def shift_split(d: pd.Series, these: pd.Series | None, clustered: bool) -> str:
         return ""
     dd = d.set_axis(d.index.astype(str)).reindex(g.index)
     pop = dd - g
-    first = ("the model's assumption about unseen tasks: a normal population on the logit scale"
+    first = (f"the model's assumption about unseen tasks: {population_words(model).noun}"
              + (", a new cluster, every cluster weighing alike" if clustered else ""))  # fmt: skip
     second = "its pooling of each agent's tasks, and its guess at any task the agent never ran"
     head = " Split at the fit's own mean over these tasks (`mean_observed`)"
@@ -1255,7 +1265,7 @@ def _signed(x: float) -> str:
 _OBSERVED_TARGET = " The model's mean over the tasks run, hierbench.metrics.pass_hat_k(fit, k=1), has the bootstrap's point target."
 
 
-def _weighting_way(d: pd.Series, means: pd.DataFrame | None) -> tuple[bool, str] | None:
+def _weighting_way(d: pd.Series, means: pd.DataFrame | None, model: str | None = "crossed") -> tuple[bool, str] | None:
     """Whether weighing the clusters alike moves the agents' means the way Bayes minus bootstrap ``d`` goes, said.
 
     ``means``: :func:`cluster_means`. The way is the sign of the median over the agents of
@@ -1269,7 +1279,8 @@ def _weighting_way(d: pd.Series, means: pd.DataFrame | None) -> tuple[bool, str]
     agents Bayes lies nearer the per-cluster mean than the per-task mean. It calls the gap one of the
     cluster weighting's target only where both say so (Spearman at least 0.5, and nearer for at least
     3 in 4 agents): in the population the two are one target unless the clusters' means vary with
-    their sizes, which one sample of clusters shows only so far.
+    their sizes, which one sample of clusters shows only so far. ``model``: the fit's
+    ``hierbench_model``, whose population of task rates the other cause names.
     """
     if means is None:
         return None
@@ -1285,10 +1296,10 @@ def _weighting_way(d: pd.Series, means: pd.DataFrame | None) -> tuple[bool, str]
     said = f"per cluster minus per task, beside Bayes minus bootstrap: {said}"
     if abs(w.median()) < 5e-4:
         return False, (f" Weighing the clusters alike hardly moves the data's mean here ({said}), so it does not "
-                       f"explain a difference: {_MODEL_CAUSE} do.")  # fmt: skip
+                       f"explain a difference: {_model_cause(model)} do.")  # fmt: skip
     if np.sign(w.median()) != np.sign(dd.median()):
         return False, (f" Weighing the clusters alike would move the data's mean the other way ({said}), so it does "
-                       f"not explain the difference: {_MODEL_CAUSE} do.")  # fmt: skip
+                       f"not explain the difference: {_model_cause(model)} do.")  # fmt: skip
     text = (f" In this sample, weighing these clusters alike moves the data's mean the way Bayes differs from the "
             f"bootstrap ({said}).")  # fmt: skip
     if len(w) <= 3:
@@ -1309,9 +1320,11 @@ def _weighting_way(d: pd.Series, means: pd.DataFrame | None) -> tuple[bool, str]
                                  "median does not make the two columns differ in target.")  # fmt: skip
 
 
-#: what else moves the crossed model's new-task mean off the tasks run's (said where the clusters' weighting does not)
-_MODEL_CAUSE = ("the model's task population (normal on the logit scale), where it differs from the tasks run, and "
-                "its pooling of the tasks toward it")  # fmt: skip
+def _model_cause(model: str | None) -> str:
+    """What else moves the model's new-task mean off the tasks run's (said where the clusters' weighting does not)."""
+    shape = population_words(model).shape
+    return (f"the model's task population{f' ({shape})' if shape else ''}, where it differs from the tasks run, "
+            "and its pooling of the tasks toward it")  # fmt: skip
 
 
 class ClusterWeights(str):
