@@ -19,13 +19,17 @@ from .._console import seconds
 from ._bootstrap import _boot_label
 from ._context import PROB
 from ._context import DemoContext
-from ._context import _covers
+from ._context import _covers_lines
 from ._context import _fast
 from ._context import _frame
 from ._context import _partial_credit
 from ._context import _partial_credit_words
 from ._context import _score_levels
 from ._context import _truth_new_task
+
+#: the Bayes estimators' labels in the section's tables (over a new task; over these tasks, Bayes only)
+NEW_TASK = "Bayes crossed (new task)"
+THESE_TASKS = "Bayes crossed (these tasks)"
 
 
 def _fit_crossed(ctx: DemoContext) -> tuple[xr.DataTree, list[str], float]:
@@ -79,7 +83,7 @@ def _level_tables(ctx: DemoContext, post: xr.Dataset) -> tuple[xr.Dataset, xr.Da
     """A new task (both methods, beside the truth) and these tasks' mean (Bayes only)."""
     from ..compare import side_by_side
 
-    results = {"Bayes crossed (new task)": _interval_result(post["mean_new_task"])}
+    results = {NEW_TASK: _interval_result(post["mean_new_task"])}
     if "bootstrap" in ctx.extra:
         results = {_boot_label(ctx.extra["bootstrap"]): ctx.extra["bootstrap"], **results}
     table = side_by_side(results, truth=_truth_new_task(ctx))
@@ -87,7 +91,7 @@ def _level_tables(ctx: DemoContext, post: xr.Dataset) -> tuple[xr.Dataset, xr.Da
     # never ran is predicted from the model), so its truth is the same average
     true_obs = ctx.truth["p"].mean("task") if ctx.truth is not None else None
     obs = side_by_side(
-        {"Bayes crossed (these tasks)": _interval_result(post["mean_observed"])}, truth=true_obs
+        {THESE_TASKS: _interval_result(post["mean_observed"])}, truth=true_obs
     )
     ctx.extra["population_table"], ctx.extra["observed_table"] = table, obs
     return table, obs
@@ -98,17 +102,18 @@ def _shift_note(ctx: DemoContext, table: xr.Dataset) -> list[str]:
     from ..report import cluster_weights
     from ..report import shared_shift
 
-    bayes = "Bayes crossed (new task)"
-    others = [str(m) for m in table["estimator"].values if str(m) != bayes]
+    others = [str(m) for m in table["estimator"].values if str(m) != NEW_TASK]
     if "bootstrap" not in ctx.extra or not others:
         return []
     est = table["estimate"]
     boot = est.sel(estimator=others[0])
-    diff = (est.sel(estimator=bayes) - boot).to_series()
+    diff = (est.sel(estimator=NEW_TASK) - boot).to_series()
     # split at the fit's own mean over these tasks, as the report does (audit B s71)
     obs = ctx.extra.get("observed_table")
-    these = None if obs is None else (obs["estimate"].sel(estimator="Bayes crossed (these tasks)") - boot).to_series()
-    text = shared_shift(diff, True, cluster_weights(ctx.extra.get("fit"), ctx.data), these=these).strip()
+    these = None if obs is None else (obs["estimate"].sel(estimator=THESE_TASKS) - boot).to_series()
+    fit = ctx.extra.get("fit")
+    model = fit.attrs.get("hierbench_model", "crossed") if fit is not None else "crossed"  # the demo's model
+    text = shared_shift(diff, True, cluster_weights(fit, ctx.data), these=these, model=model).strip()
     return ["", *textwrap.wrap(text, 90)] if text else []
 
 
@@ -177,12 +182,6 @@ def _model_terms(dt: xr.DataTree) -> str:
         terms.append("no agent x task effect" + (f": {why}" if why else ""))
     out = " + ".join(terms[:-1]) + "; " + terms[-1]
     return out + (f"; no task effect: {decisions['task_spread']['reason']}" if no_task else "")
-
-
-def _coverage_lines(table: xr.Dataset) -> list[str]:
-    """The table's count of intervals that cover the truth, as section 4 gives it (none without a truth)."""
-    text = _covers(table)
-    return text.split("\n")[1:] if text else []  # the lines after the first blank one
 
 
 def _nan_pointer(ctx: DemoContext) -> list[str]:
@@ -269,14 +268,14 @@ def _bayes_section(ctx: DemoContext) -> str:
         f"Expected score on a new task, both methods, {PROB:.0%} intervals (Bayes: equal-tailed posterior)"
         + (" beside the truth:" if ctx.truth is not None else ":"),
         _frame(table).to_string(),
-        *_coverage_lines(table),
+        *_covers_lines(table),
         *_nan_pointer(ctx),
         *_shift_note(ctx, table),
         "",
         "Mean over this benchmark's tasks (cells an agent did not run are predicted), Bayes only,\n"
         f"{PROB:.0%} equal-tailed posterior intervals:",
         _frame(obs).to_string(),
-        *_coverage_lines(obs),
+        *_covers_lines(obs),
         "",
         f"Logit-scale standard deviations ({PROB:.0%} equal-tailed posterior intervals):",
         sds.to_string(float_format="{:.3f}".format) if len(sds) else "(none the design can estimate)",

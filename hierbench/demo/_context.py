@@ -99,11 +99,20 @@ def _frame(table: xr.Dataset, value_fmt: str = "{:.3f}") -> pd.DataFrame:
 def _covers(table: xr.Dataset) -> str:
     """Under a :func:`hierbench.compare.side_by_side` table with a truth: each estimator's count of covers.
 
-    One line per estimator (named where the table has more than one), each from
-    ``_coverage_words``; "" without a truth.
+    ``_covers_lines`` joined, after a blank line; "" without a truth.
+    """
+    lines = _covers_lines(table)
+    return "\n" + "\n".join(lines) if lines else ""
+
+
+def _covers_lines(table: xr.Dataset) -> list[str]:
+    """``_covers``' printed lines: each estimator's count of covers, a blank line before each.
+
+    One paragraph per estimator (named where the table has more than one), each from
+    ``_coverage_words`` wrapped at 90; none without a truth.
     """
     if "covers" not in table:
-        return ""
+        return []
     lo = table["ci"].sel(ci_bound="lower", drop=True)
     hi = table["ci"].sel(ci_bound="upper", drop=True)
     rows = [str(a) for a in table["agent"].values]
@@ -115,8 +124,8 @@ def _covers(table: xr.Dataset) -> str:
             pd.Series(lo.sel(estimator=m).values, index=rows),
             pd.Series(hi.sel(estimator=m).values, index=rows),
         )
-        lines.append(f"{m}: {words}" if len(names) > 1 else words)
-    return "".join("\n\n" + textwrap.fill(line, 90) for line in lines)
+        lines += ["", *textwrap.wrap(f"{m}: {words}" if len(names) > 1 else words, 90)]
+    return lines
 
 
 #: the misses ``_coverage_words`` names one by one; beyond them it counts the rest

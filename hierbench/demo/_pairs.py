@@ -64,9 +64,8 @@ def _compare_section(ctx: DemoContext) -> str:
     note = ""
     # no pair with a difference (every pair shares fewer than 2 tasks): no p to read P(a > b) beside
     if "fit" in ctx.extra and full["mean difference"].notna().any():
-        said = bayes_pair_note(ctx.extra["fit"], len(table))
-        if own:  # name the column the note means
-            said = said.replace("each pair's own p-value", f"each pair's own p-value (`{own[0]}`)")
+        # the note names the column it means
+        said = bayes_pair_note(ctx.extra["fit"], len(table), p_column=own[0] if own else None)
         note = "\n" + textwrap.fill("Beside it, " + said + _agent_cluster(ctx), 90)
     # the report's marks (*, **, ***) are not printed here: the note reads on p max-T and p Holm
     floor = re.sub(r" \(`\*+`\)", "", marks_holm_note(full, 1 - PROB)

@@ -58,6 +58,7 @@ from ._resampling import *  # noqa: F403
 from ._resampling._paired import ci_p_disagree as ci_p_disagree  # for hierbench.report
 from ._resampling._paired import disagree_label as disagree_label  # for hierbench.report
 from ._resampling._paired import disagree_way as disagree_way  # for hierbench.report
+from ._resampling._pairwise_result import floor_note as floor_note  # for hierbench.report
 from ._resampling._pairwise_result import recorded_note as recorded_note  # for hierbench.report
 from ._variance import *  # noqa: F403
 from ._variance import observed_cluster_ratio as observed_cluster_ratio  # for hierbench.demo

@@ -327,26 +327,18 @@ def _near_level(ds: xr.Dataset, alpha: float, adjust: str, floored: bool = False
 def resolution_words(cmp: PairwiseComparisonResult, alpha: float) -> str:
     """What the p-values' floors leave the result's own adjustment unable to call at ``alpha`` (``""``: nothing).
 
-    The result's own words: at its level the note it recorded (``recorded_note``, the
-    ``PValueResolutionWarning`` ``compare_agents`` raised), at another level the warning its
-    ``significant(alpha)`` raises. SWE-bench, tasks as units, the bootstrap test with Holm at the
-    default 9,999 resamples: no p-value below 0.0002 against Holm's first threshold 0.05 / 300,
-    so "0 of 300 pairs differ" was resolution, not evidence (audit R1).
+    The result's own words, by its one rule (``floor_note``): at its level the note it recorded (the
+    ``PValueResolutionWarning`` ``compare_agents`` raised), at another level the words its
+    ``significant(alpha)`` warns. A bare Dataset carries its own level's notes alone (with
+    ``pair_sentence``'s defaults, 95% and Holm, where its attrs lack them). SWE-bench, tasks as units,
+    the bootstrap test with Holm at the default 9,999 resamples: no p-value below 0.0002 against
+    Holm's first threshold 0.05 / 300, so "0 of 300 pairs differ" was resolution, not evidence (audit R1).
     """
-    import warnings
+    from ..freq import floor_note
 
-    from ..freq import PValueResolutionWarning
-    from ..freq import recorded_note
-
-    a = _attrs(cmp)
-    if np.isclose(alpha, 1.0 - float(a.get("ci_prob", 0.95))):
-        return recorded_note(a, str(a.get("adjust", "holm")))
     if not hasattr(cmp, "significant"):  # a bare Dataset: only its recorded notes
-        return ""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        cmp.significant(alpha)
-    return next((str(w.message) for w in caught if issubclass(w.category, PValueResolutionWarning)), "")
+        return floor_note({"ci_prob": 0.95, "adjust": "holm", **_attrs(cmp)}, alpha)
+    return floor_note(cmp, alpha)
 
 
 def _mc_knob(a: dict, adjust: str) -> tuple[str, str]:
@@ -762,12 +754,15 @@ def _verdict_text(v) -> str:
     return "undefined" if v is pd.NA or v is None else str(bool(v))
 
 
-def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score on a new task") -> str:
+def bayes_pair_note(
+    fit: xr.DataTree, n_pairs: int, what: str = "expected score on a new task", p_column: str | None = None
+) -> str:
     """What a fit's pairwise posterior probabilities are, and what they are not, in two or three sentences.
 
     Each is the posterior probability that one agent's ``what`` exceeds the
     other's, pair by pair: not adjusted for the ``n_pairs`` pairs, so it is
-    read beside each pair's own p-value, not beside a simultaneous verdict. A
+    read beside each pair's own p-value (named ``p_column`` where one is given,
+    e.g. ``"p (t)"``), not beside a simultaneous verdict. A
     crossed fit with task clusters but without its agent x cluster effect adds
     that its agent x task effects vary task by task with no agent x cluster
     term (an IRT fit with clusters, that they move the difficulties alone): where agents' advantages
@@ -797,14 +792,15 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
             + BATTLES_INDEPENDENT.format(what="these probabilities", extra="")
         )
     if fit.attrs.get("hierbench_model") == "mixed":
-        return own_tasks_pair_note(what, n_pairs)
+        return own_tasks_pair_note(what, n_pairs, p_column)
+    column = f" (`{p_column}`)" if p_column else ""
     text = (
         f"Bayes P(a > b) is the posterior probability that a's {what} exceeds b's, pair by pair: not "
-        f"adjusted for the {n_pairs} pairs, so read it beside each pair's own p-value, not beside the "
+        f"adjusted for the {n_pairs} pairs, so read it beside each pair's own p-value{column}, not beside the "
         "simultaneous verdict."
         if n_pairs != 1
         else f"Bayes P(a > b) is the posterior probability that a's {what} exceeds b's; read it beside "
-        "the pair's p-value."
+        f"the pair's p-value{column}."
     )
     spec = fit_record(fit, "hierbench_spec")
     if lacks_agent_cluster(fit):
@@ -834,20 +830,21 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
     return text
 
 
-def own_tasks_pair_note(what: str, n_pairs: int) -> str:
+def own_tasks_pair_note(what: str, n_pairs: int, p_column: str | None = None) -> str:
     """A formula fit's P(a > b): these tasks held fixed, each agent's own; not the paired p-value's counterpart.
 
-    METR (audit N): o1-preview skipped 8 AI R&D tasks; P(Claude 3.5 Sonnet (Old) > o1-preview) was 0.000
+    ``p_column``: the column of that p-value, named where given (``bayes_pair_note``'s). METR (audit N): o1-preview skipped 8 AI R&D tasks; P(Claude 3.5 Sonnet (Old) > o1-preview) was 0.000
     beside a paired p of 0.361 on the 75 tasks both ran, and the section told the reader to read the two
     side by side.
     """
+    column = f" (`{p_column}`)" if p_column else ""
     return (
         f"Bayes P(a > b) is the posterior probability that a's {what} exceeds b's, pair by pair (not "
         f"adjusted for the {counted(n_pairs, 'pair')}). It holds these tasks fixed (no uncertainty from "
         "which tasks were drawn) and compares each agent over its own tasks, so where two agents ran "
         "different tasks it compares different task sets. It is therefore not the counterpart of the "
-        "pair's paired p-value, which compares the two on the tasks both ran and allows for a new draw of "
-        "tasks: a P(a > b) near 0 or 1 beside a large p-value is no contradiction."
+        f"pair's paired p-value{column}, which compares the two on the tasks both ran and allows for a new "
+        "draw of tasks: a P(a > b) near 0 or 1 beside a large p-value is no contradiction."
     )
 
 

@@ -186,6 +186,23 @@ def recorded_note(attrs: dict, adjust: str) -> str:
     return str(attrs.get("p_maxt_note" if adjust in _MAXT else f"p_{adjust}_note", ""))
 
 
+def floor_note(result_or_attrs: PairwiseComparisonResult | dict, alpha: float, adjust: str | None = None) -> str:
+    """What the p-values' floors leave ``adjust`` (None: the result's own) unable to call at ``alpha`` (``""``: nothing).
+
+    The one rule behind :meth:`PairwiseComparisonResult.significant`'s warning, its repr and the
+    report: at the result's own level (``alpha`` = 1 - ``ci_prob``) the note it recorded
+    (``recorded_note``), at another level ``_resolution``'s words from the same record.
+    ``result_or_attrs``: the result, or only its attrs (a saved Dataset's), which carry the notes
+    of its own level alone: at another level they give ``""``.
+    """
+    whole = isinstance(result_or_attrs, PairwiseComparisonResult)
+    attrs = result_or_attrs.table.attrs if whole else result_or_attrs
+    adjust = attrs["adjust"] if adjust is None else adjust
+    if np.isclose(alpha, 1 - float(attrs["ci_prob"])):
+        return recorded_note(attrs, adjust)
+    return _resolution(result_or_attrs.table, adjust, alpha) if whole else ""
+
+
 # --------------------------------------------------------------------------- result
 
 
@@ -316,14 +333,8 @@ class PairwiseComparisonResult(Result):
         return (p < alpha).where(p.notnull(), False).rename("significant")
 
     def _floor_note(self, adjust: str | None, alpha: float) -> str:
-        """``_resolution``'s words for ``adjust`` (None: the result's own) at ``alpha`` (``""``: nothing).
-
-        At the result's own level they are the ones recorded in its attrs (``recorded_note``).
-        """
-        adjust = self.table.attrs["adjust"] if adjust is None else adjust
-        if np.isclose(alpha, 1 - float(self.ci.attrs["ci_prob"])):
-            return recorded_note(self.table.attrs, adjust)
-        return _resolution(self.table, adjust, alpha)
+        """``floor_note`` of this result: the words for ``adjust`` (None: its own) at ``alpha``."""
+        return floor_note(self, alpha, adjust)
 
     def _warn_resolution(self, adjust: str | None, alpha: float) -> None:
         """Warn ``_floor_note``'s words, where there are any."""
