@@ -119,6 +119,11 @@ def clustered_section() -> dict:
         coords={"agent": [f"p{i}" for i in range(len(_PATTERNS))], "task": [f"t{i:02d}" for i in range(40)],
                 "run": np.arange(4), "cluster": ("task", np.repeat([f"g{g}" for g in range(8)], 5))},
     )  # fmt: skip
+    return _passk_block(data)
+
+
+def _passk_block(data: xr.Dataset) -> dict:
+    """The pass^k section of ``data`` alone (no fit), as the report builds it."""
     ctx = _Context(fit=None, data=data, prob=0.95, rng=0, n_resamples=99, truth=None, freq="auto",
                    subset=[], say=lambda *_: None)  # fmt: skip
     rep = Report("t")
@@ -153,12 +158,6 @@ def test_the_column_the_text_calls_note_is_headed_note_when_no_row_has_one():
     score = np.array([[[1.0, float(t % 2)] for t in range(12)]])
     data = xr.Dataset({"score": (("agent", "task", "run"), score)},
                       coords={"agent": ["x"], "task": [f"t{i}" for i in range(12)], "run": np.arange(2)})  # fmt: skip
-    ctx = _Context(fit=None, data=data, prob=0.95, rng=0, n_resamples=99, truth=None, freq="auto",
-                   subset=[], say=lambda *_: None)  # fmt: skip
-    rep = Report("t")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _sec_passk(ctx, rep, "pass-k")
-    block = rep.blocks[0]
+    block = _passk_block(data)
     assert "note" in block["table"] and "flag" not in block["table"]
     assert (block["table"]["note"] == "").all() and "`note` repeats that per-cell note" in block["text"]
