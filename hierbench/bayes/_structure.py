@@ -766,10 +766,9 @@ def describe(model_or_fit: Any) -> Description:
     d = s.get("design", {})
     lines = [f"model as fitted: {s.get('model', '?')}"]
     keys = [k for k in ("n_agents", "n_tasks", "n_cells", "n_pairs", "n_comparisons") if k in d]
-    design = ", ".join(f"{k.removeprefix('n_')} {d[k]}" for k in keys)
-    if d.get("n_ordered_pairs", d.get("n_pairs")) != d.get("n_pairs"):
-        design = design.replace(f"pairs {d['n_pairs']}", f"pairs {d['n_pairs']} ({d['n_ordered_pairs']} in order, "
-                                "first / second)")
+    ordered = d.get("n_ordered_pairs", d.get("n_pairs"))  # a pairwise design's rows, first / second
+    design = ", ".join(f"{k.removeprefix('n_')} {d[k]}" + (
+        f" ({ordered} in order, first / second)" if k == "n_pairs" and ordered != d[k] else "") for k in keys)
     if "min_runs_per_cell" in d:
         design += (
             f"; runs per cell {d['min_runs_per_cell']}-{d['max_runs_per_cell']} "

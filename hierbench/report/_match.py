@@ -253,9 +253,9 @@ def _formula_diff(fit: xr.DataTree, data: xr.Dataset, want: str) -> tuple[bool, 
     if design.fingerprint() == want:
         return True, []
     cells = _formula_cells(fit, data)
-    counts_same = opts.get("family") == "binomial" and fit.attrs.get(COUNTS_HASH) == counts_fingerprint(data)
-    if cells == "" or (cells is None and counts_same):
-        cells = _covariate_words(fit, design, fit.attrs.get(COUNTS_HASH) == counts_fingerprint(data))
+    same_counts = fit.attrs.get(COUNTS_HASH) == counts_fingerprint(data)  # hashed once
+    if cells == "" or (cells is None and opts.get("family") == "binomial" and same_counts):
+        cells = _covariate_words(fit, design, same_counts)
     return False, [f"the formula model's design built from the data ({opts['formula']!r}, family "
                    f"{opts['family']}) is not the fit's: "
                    + (cells or "other scores, runs or covariates")]  # fmt: skip

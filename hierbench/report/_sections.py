@@ -26,6 +26,7 @@ from ._context import _TITLES
 from ._context import _Context
 from ._context import _label
 from ._context import _Skip
+from ._context import clustered_crossed
 from ._context import file_name
 from ._context import g_interval
 from ._context import most_share
@@ -471,8 +472,6 @@ def _new_task_target(ctx: _Context, beside: bool, intervals: dict[str, pd.DataFr
     number to quote where a shift most agents share parts them (``_abilities_shift``; audit B s71:
     the section framed METR's gap as the cluster weighting, which would move it the other way).
     """
-    from ._context import clustered_crossed
-
     if not clustered_crossed(ctx.fit):
         return " The Bayesian target is the expected score on a new task drawn from the task population, " + (
             "the same target as the task bootstrap of the benchmark mean."
@@ -1142,8 +1141,6 @@ def _these_gap(wide: pd.DataFrame, kind: str) -> pd.Series | None:
 
 def _clustered(ctx: _Context) -> bool:
     """Whether the fit's new task comes from a new task cluster (a crossed fit with clusters)."""
-    from ._context import clustered_crossed
-
     return ctx.fit is not None and clustered_crossed(ctx.fit)
 
 
@@ -1379,8 +1376,6 @@ def cluster_means(fit: xr.DataTree | None, data: xr.Dataset | None) -> pd.DataFr
     (labels as text). A task without a cluster label is its own cluster, as the fit takes it.
     None unless ``fit`` is a crossed fit with clusters and ``data`` has a ``cluster`` coord.
     """
-    from ._context import clustered_crossed
-
     if fit is None or data is None or "cluster" not in data.coords or "score" not in data or not clustered_crossed(fit):
         return None
     return _agent_cluster_means(data)[0]
