@@ -81,7 +81,9 @@ def test_stratified_and_poisson_plans_cover_a_weak_agent():
     """Seeded simulation, 120 plans per design, 20 of 76 tasks, 90%.
 
     The all-0 draws (about 0.4 of stratified plans, 0.6 of Poisson) were points before. The
-    guarded intervals must cover at least 0.90 - 3 binomial sds of 120 (0.82), and be a point nowhere.
+    intervals (stratified: guarded by the bracket; Poisson: the Hajek mean's Korn-Graubard interval,
+    tests/test_design_poisson_hajek.py) must cover at least 0.90 - 3 binomial sds of 120 (0.82), and
+    be a point nowhere.
     """
     T, n_plan = 76, 120
     logs = _weak_logs(T)

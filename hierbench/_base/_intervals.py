@@ -37,6 +37,8 @@ CI_KINDS: dict[str, str] = {
     "wald": "Wald interval for a proportion",
     "wilson": "Wilson score interval for a proportion",
     "exact": "exact interval (Clopper-Pearson, or by enumeration)",
+    "korn-graubard": "Clopper-Pearson interval at the effective sample size of a design-based proportion "
+    "(Korn and Graubard 1998; approximate)",
     "conservative": "finite-sample valid bound: coverage at least the level for every fixed population, "
     "usually above it (a certificate, not an exact inversion)",
     "profile": "profile-likelihood interval",

@@ -98,6 +98,7 @@ from ..freq import irt_score
 from ..freq import log_score_moments as _logscore  # owned by freq's prequential person fit
 from ..freq import prequential_z as prequential_z  # for ._adaptive
 from ._bracket import guarded_bounds
+from ._hajek import poisson_hajek
 from ._plan import uniform_bounds
 from ._posterior import _Posterior
 
@@ -320,15 +321,17 @@ class AssistedResult(Result):
     (``agent``, ``step``): each draw's task, stratum, probability, pool
     size, prediction, outcome, runs and term. ``working``: the working
     model and why; ``design``: how the tasks were drawn; ``estimator``:
-    the branch taken (``"Des Raj"``, ``"classical"`` or ``"plain mean"``,
-    the last with the exact hypergeometric interval). Where the draws are
+    the branch taken (``"Des Raj"``, ``"classical"``, ``"plain mean"``,
+    with the exact hypergeometric interval, or ``"Hajek"``: a Poisson plan
+    without a model, the Hajek mean with its Korn-Graubard interval,
+    ``ci_kind`` ``"korn-graubard"``, and the Horvitz-Thompson mean as
+    ``unbiased_estimate``). Where the draws are
     uniform (within strata) or independent (every design but PPS and tilted
     adaptive draws), a t interval that would be a point is replaced by the
     design's distribution-free bracket, valid for every population
     (``guard`` per agent ``"bracket"``, its ``ci_kinds`` ``"conservative"``;
     ``ci.attrs["ci_kind"]`` is ``"mixed"`` when agents differ). Without a
-    model the plain (stratified, Horvitz-Thompson) mean of the rates is
-    guarded further: where the drawn rates did not vary it is the bracket,
+    model the plain (stratified) mean of the rates is guarded further: where the drawn rates did not vary it is the bracket,
     and where at most one drawn task was off 0 (off 1) that end is widened
     to the
     bracket's (``"guarded"``). ``to_dataset()`` holds
@@ -371,7 +374,8 @@ class AssistedResult(Result):
     def _cell_notes(self) -> xr.DataArray:
         """Where the estimate was clipped to the feasible range: the unclipped, design-unbiased value."""
         raw = self.unbiased_estimate
-        clipped = np.isfinite(raw.values) & (raw.values != self.estimate.values)
+        # the Hajek mean is not the unbiased (Horvitz-Thompson) one: a difference there is no clipping
+        clipped = np.isfinite(raw.values) & (raw.values != self.estimate.values) & (self.estimator != "Hajek")
         guard = self.guard.values if self.guard is not None else [""] * raw.size
         words = {"bracket": "drawn rates did not vary, or t a point: distribution-free bracket (conservative)",
                  "guarded": "one drawn task off 0 (or 1): that end widened to the distribution-free bracket's"}
@@ -390,6 +394,9 @@ class AssistedResult(Result):
         elif kind == "conservative":
             how = (f"{label} interval (distribution-free bracket: holds for every population; the drawn rates "
                    "did not vary, or the t interval would have been a point)")
+        elif kind == "korn-graubard":
+            how = (f"approximate {label} interval (Clopper-Pearson at the design's effective sample size, no "
+                   "finite-sample guarantee)")
         elif kind == "mixed":
             pct = label.split()[0]
             how = (f"{pct} intervals of mixed kind: approximate t (CLT, no finite-sample guarantee), a "
@@ -397,9 +404,11 @@ class AssistedResult(Result):
         else:
             clt = "martingale CLT" if self.estimator == "Des Raj" else "CLT"
             how = f"approximate {label} interval ({clt}, no finite-sample guarantee)"
+        what = ("Hajek estimate (approximately design-unbiased; unbiased_estimate: Horvitz-Thompson)"
+                if self.estimator == "Hajek" else
+                f"design-unbiased estimate ({'model-assisted; ' if assisted else ''}whatever the working model)")
         lines = [
-            f"AssistedResult: design-unbiased estimate ({'model-assisted; ' if assisted else ''}whatever the "
-            f"working model); {how}",
+            f"AssistedResult: {what}; {how}",
             *self._cell_lines(),
         ]
         if assisted:
@@ -446,20 +455,25 @@ def srs_exact(tab: np.ndarray, T: int, prob: float) -> tuple[float, float, float
 def agent_out(rec: _Record, *, T: int, prob: float, model: tuple[float, float, float],
               fixed: tuple[float, float, int] | None = None, exact: bool = False,
               bracket: tuple[float, float] | Callable[[], tuple[float, float]] | None = None,
-              widen: bool = False) -> _AgentOut:
+              widen: bool = False, hajek: bool = False) -> _AgentOut:
     """Estimate (Des Raj, or the classical ``fixed`` one), interval, misfit test of one agent's record.
 
     ``exact``: 0/1 outcomes, uniform draws and no model: the exact hypergeometric interval
-    (``srs_exact``) in place of the t interval. ``bracket``: the design's distribution-free
+    (``srs_exact``) in place of the t interval. ``hajek``: a Poisson plan and no model: the Hajek
+    mean and its Korn-Graubard interval (``poisson_hajek``), never a point, so not guarded; the
+    Horvitz-Thompson mean in ``fixed`` is kept as the unbiased estimate. ``bracket``: the design's distribution-free
     bracket (``design_bracket``; none for tilted draws), which replaces the t interval where that
     is a point, and with ``widen`` (no model: the plain mean of the rates) guards it as
     ``guarded_bounds`` says.
     """
     tab = rec.table()
     raw, se, df = fixed if fixed is not None else des_raj(tab, T, floor=True)
-    est, lo, hi = srs_exact(tab, T, prob) if exact else bounded(tab, T, raw, se, df, prob)
+    if hajek:
+        est, se, lo, hi = poisson_hajek(tab, T, prob)
+    else:
+        est, lo, hi = srs_exact(tab, T, prob) if exact else bounded(tab, T, raw, se, df, prob)
     how = ""
-    if bracket is not None and not exact:
+    if bracket is not None and not (exact or hajek):
         lo, hi, how = guarded_bounds(tab[:, 5], T, prob, lo, hi, bracket, widen)
     z, p = misfit_test(tab)
     return _AgentOut(est, se, lo, hi, tab.shape[0], model, z, p, tab, raw, how)
@@ -508,8 +522,8 @@ def assemble(outs: Sequence[_AgentOut], agents: Sequence[str], tasks: np.ndarray
              detail: str, working: str, design: str, kind: str = "t", estimator: str = "") -> AssistedResult:
     """Stack the agents' estimates into an :class:`AssistedResult`.
 
-    ``kind``: the interval's (``t`` or ``exact``); ``estimator``: the branch taken (``"Des Raj"``,
-    ``"classical"``, ``"plain mean"``), which the repr's wording follows.
+    ``kind``: the interval's (``t``, ``exact`` or ``korn-graubard``); ``estimator``: the branch taken
+    (``"Des Raj"``, ``"classical"``, ``"plain mean"``, ``"Hajek"``), which the repr's wording follows.
     """
     ac = {"agent": np.asarray(agents).astype(str)}
 
@@ -518,7 +532,7 @@ def assemble(outs: Sequence[_AgentOut], agents: Sequence[str], tasks: np.ndarray
 
     est = da([o.est for o in outs], "estimate")
     raw = da([o.raw for o in outs], "unbiased_estimate")
-    n_clip = int((np.isfinite(raw.values) & (raw.values != est.values)).sum())
+    n_clip = 0 if estimator == "Hajek" else int((np.isfinite(raw.values) & (raw.values != est.values)).sum())
     if n_clip:
         detail += (f"; the estimate of {n_clip} of {len(outs)} agent(s) fell outside the range the tasks run allow "
                    "and is clipped to it (the unclipped, design-unbiased value is unbiased_estimate)")

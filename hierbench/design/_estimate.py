@@ -46,6 +46,7 @@ from ._assisted import term_variance
 from ._bracket import bracket_bounds
 from ._bracket import design_bracket
 from ._bracket import guard_detail
+from ._hajek import HAJEK_DETAIL
 from ._subset import SubsetPlan
 from ._subset import prior_predictive
 from ._working import WorkingModel
@@ -311,8 +312,9 @@ def _branch(spec: _Spec, design: str, exact: bool = False) -> tuple[str, str]:
     variance is pooled with the model's prediction of it only where every pool's draw
     probabilities are known before the draw (adaptive, srs, stratified). Everything else is a
     classical estimator with its exact design variance: the difference estimator with fixed
-    predictions (a bank's population averages on a Poisson plan), and without a model the plain,
-    stratified or Horvitz-Thompson mean, which use no draw probability beyond the design's.
+    predictions (a bank's population averages on a Poisson plan), and without a model the plain or
+    stratified mean, which use no draw probability beyond the design's, or on a Poisson plan the
+    Hajek mean (``HAJEK_DETAIL``).
     """
     clip = ", intersected with the range the tasks run allow"
     if exact:
@@ -331,10 +333,11 @@ def _branch(spec: _Spec, design: str, exact: bool = False) -> tuple[str, str]:
         return "Des Raj", (f"Des Raj martingale-difference estimator with the working model's predictions "
                            f"({spec.working}), unbiased whatever the model; {var}; Student t (martingale central "
                            f"limit theorem, approximate: no finite-sample guarantee){clip}{guard}")
+    if none and design == "poisson":
+        return "Hajek", f"{HAJEK_DETAIL}{clip}; unbiased_estimate: the Horvitz-Thompson mean"
     if none:
         est = {"srs": "plain mean of a simple random sample", "adaptive": "plain mean of uniform draws",
-               "stratified": "stratified mean (each stratum's plain mean, weighted by its share of the tasks)",
-               "poisson": "Horvitz-Thompson mean (each drawn task weighted by 1 / its inclusion probability)"}[design]
+               "stratified": "stratified mean (each stratum's plain mean, weighted by its share of the tasks)"}[design]
     else:
         est = (f"classical difference estimator with fixed predictions ({spec.working}): their mean plus the "
                "design-weighted mean of the drawn residuals")
@@ -383,7 +386,7 @@ def _plan_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, plan:
         bracket = partial(design_bracket, plan.design, tab[:, 5], tab[:, 0].astype(int), stratum,
                           plan.inclusion.values, spec.prob)  # computed only where the t interval degenerates
     return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed, exact=exact, bracket=bracket,
-                     widen=work is None)
+                     widen=work is None, hajek=poisson and work is None)
 
 
 def assisted_mean(
@@ -402,7 +405,9 @@ def assisted_mean(
 
     With fixed predictions (or none) and a simple random, stratified or
     Poisson plan: the classical difference estimator and its exact design
-    variance (with ``working=None``, the plain or stratified mean). With
+    variance (with ``working=None``, the plain or stratified mean, and on a
+    Poisson plan the Hajek mean with its Korn-Graubard interval, which kept
+    its level where the Horvitz-Thompson mean's t interval did not). With
     an IRT bank, or a PPS plan: Des Raj's estimator over the plan's draws in
     order, the bank's predictions updated from the earlier draws (Poisson
     plans have no order and use the bank's population-average predictions).
@@ -465,8 +470,9 @@ def assisted_mean(
     outs = map_seeded(_plan_agent, sources, rng=rng, executor=executor,
                       desc="agents", kwargs={"spec": spec, "plan": plan, "exact": exact}, thread_safe=False)
     estimator, detail = _branch(spec, plan.design, exact)
+    kind = "exact" if exact else "korn-graubard" if estimator == "Hajek" else "t"
     return assemble(outs, agents, spec.tasks, prob=spec.prob, working=spec.working, design=f"plan: {plan.design}",
-                    detail=detail, kind="exact" if exact else "t", estimator=estimator)
+                    detail=detail, kind=kind, estimator=estimator)
 
 
 def _plan_logs(outcomes: Any, plan: SubsetPlan) -> Any:
