@@ -205,11 +205,19 @@ def pair_sentence(cmp: PairwiseComparisonResult, alpha: float | None = None) -> 
     if floor:  # the count is what the p-values' floors allow, not a finding (audit R1: "0 of 300" on SWE-bench)
         head += ", a verdict the p-value's resolution caps" if n_judged == 1 else ", a count the p-values' resolution caps"
     return (
-        f"{head}{rows}{adj}{tail}." + (f" Resolution: {floor}" if floor else "")
+        f"{head}{rows}{adj}{tail}." + (TASK_UNIT_NOTE if a.get("unit") == "tasks" else "")
+        + (f" Resolution: {floor}" if floor else "")
         + _near_level(ds, alpha, adjust, bool(floor))
         + (f" {why_none}" if n_none else "")
         + (f" {n_undef} of the {m} pairs share fewer than 2 tasks: not tested (NaN in the table)." if n_undef else "")
     )
+
+
+#: what a verdict over tasks as units does not say (audit R6: SWE-bench, 221 of 300 pairs differ over its
+#: 500 tasks, 116 over its 12 repositories: both right, to two questions)
+TASK_UNIT_NOTE = (" Each task is its own unit: the verdict is about these tasks. Where tasks come in groups "
+                  "(repositories, task families), give the groups as task clusters (--cluster, or a task coord named "
+                  "cluster) to ask about new groups, which can change the verdict.")
 
 
 def _test_words(a: dict) -> str:
