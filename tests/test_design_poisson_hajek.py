@@ -35,9 +35,11 @@ def test_korn_graubard_is_clopper_pearson_at_the_effective_size():
     n_eff = p * (1 - p) / se**2 * (stats.norm.ppf(0.95) / stats.t.ppf(0.95, n - 1)) ** 2
     np.testing.assert_allclose(korn_graubard(p, se, n, prob), proportion_confint(p * n_eff, n_eff, 0.1, "beta"),
                                rtol=1e-10)  # fmt: skip
-    # capped at the n drawn where the design variance is small (rates averaged over runs)
+    # capped at the n drawn where the design variance is small (rates averaged over runs), or at n_max
     n_cap = n * (stats.norm.ppf(0.95) / stats.t.ppf(0.95, n - 1)) ** 2
     np.testing.assert_allclose(korn_graubard(p, 0.01, n, prob), proportion_confint(p * n_cap, n_cap, 0.1, "beta"))
+    np.testing.assert_allclose(korn_graubard(p, 0.01, n, prob, n_max=25.0),
+                               proportion_confint(p * 25 * n_cap / n, 25 * n_cap / n, 0.1, "beta"))  # fmt: skip
     # no success drawn: [0, 1 - (alpha / 2)^(1 / n_eff)], never a point
     assert korn_graubard(0.0, 0.0, n, prob) == pytest.approx((0.0, 1 - 0.05 ** (1 / n_cap)))
 
@@ -57,7 +59,9 @@ def test_estimate_interval_and_unbiased_estimate_are_hajek_korn_graubard_and_hor
     assert float(res.estimate[0]) == pytest.approx(hajek)
     assert float(res.unbiased_estimate[0]) == pytest.approx((y / pi).sum() / T)  # Horvitz-Thompson
     assert float(res.se[0]) == pytest.approx(se)
-    np.testing.assert_allclose(res.ci.values[0], korn_graubard(hajek, se, len(drawn), 0.9))
+    kish = (1 / pi).sum() ** 2 / (1 / pi**2).sum()  # Kish's effective size of the weights drawn
+    assert kish < len(drawn)
+    np.testing.assert_allclose(res.ci.values[0], korn_graubard(hajek, se, len(drawn), 0.9, n_max=kish))
     assert res.ci.attrs["ci_kind"] == "korn-graubard" and res.estimator == "Hajek"
     assert "Hajek mean" in res.ci.attrs["ci_detail"] and "no finite-sample guarantee" in res.ci.attrs["ci_detail"]
     assert "Hajek estimate" in repr(res) and "clipped" not in repr(res)
@@ -100,3 +104,35 @@ def test_poisson_plans_keep_their_level_where_the_horvitz_thompson_t_did_not():
     floor = 0.9 - 3 * np.sqrt(0.09 / n_plan)
     assert (hits / n_plan >= floor).all(), hits / n_plan
     assert ht_hits[0] / n_plan < floor, ht_hits / n_plan
+
+
+@pytest.mark.slow  # 200 plans through assisted_mean: about 3 s
+def test_the_bracket_guards_draws_that_miss_where_the_weight_lies():
+    """Seeded simulation (audit D1): 200 Poisson plans of about 30 of 300 tasks, sizes 1-5, 90%.
+
+    The agent's 50 successes all lie on size-1 tasks, the least likely to be drawn: the estimate
+    is 0 in many plans, where the Korn-Graubard interval alone (``poisson_hajek``) is too short
+    (0.805 here). Through ``assisted_mean`` (the distribution-free bracket guarding draws whose
+    rates hardly vary) the coverage must reach 0.90 - 3 binomial sds of 200 (0.836); the interval
+    alone must fall below it: the defect guarded against.
+    """
+    T, n_plan = 300, 200
+    size = 1.0 + np.arange(T) % 5
+    y = np.zeros(T)
+    y[np.flatnonzero(size == 1)[:50]] = 1.0
+    truth = y.mean()
+    logs = xr.DataArray(y[None, :, None], dims=("agent", "task", "run"),
+                        coords={"agent": ["a"], "task": [f"t{i}" for i in range(T)]})  # fmt: skip
+    g = np.random.default_rng(5)
+    hits = alone = 0
+    for _ in range(n_plan):
+        plan = plan_subset(logs["task"].values, 30, design="poisson", size=size, rng=g)
+        lo, hi = assisted_mean(plan, logs, prob=0.9).ci.values[0]
+        hits += lo <= truth <= hi
+        drawn = [int(t[1:]) for t in plan.order.values.astype(str)]
+        tab = np.zeros((len(drawn), 8))
+        tab[:, 2], tab[:, 5] = plan.inclusion.values[drawn], y[drawn]
+        lo, hi = poisson_hajek(tab, T, 0.9)[2:]
+        alone += lo <= truth <= hi
+    floor = 0.9 - 3 * np.sqrt(0.09 / n_plan)
+    assert hits / n_plan >= floor > alone / n_plan, (hits, alone)

@@ -36,10 +36,14 @@ BRACKET_LAW = {
 }
 
 
-def guard_detail(design: str, widen: bool) -> str:
-    """What :func:`guarded_bounds` does with a design's bracket, in an interval's ``ci_detail``."""
-    where = "where the drawn rates do not vary or the t interval is a point" if widen else (
-        "where the t interval is a point (the drawn terms did not vary)")
+def guard_detail(design: str, widen: bool, interval: str = "t") -> str:
+    """What :func:`guarded_bounds` does with a design's bracket, in an interval's ``ci_detail``.
+
+    ``interval``: the kind guarded; only a ``"t"`` interval can be a point.
+    """
+    where = "where the drawn rates do not vary" + (" or the t interval is a point" if interval == "t" else "")
+    if not widen:
+        where = "where the t interval is a point (the drawn terms did not vary)"
     words = (f"guarded where it degenerates: {where}, the distribution-free bracket ({BRACKET_LAW[design]} on the "
              "tasks with any success and with any failure, as the rates lie in [0, 1]: valid for every population)")
     return words + (", and where at most one drawn task is off 0 (off 1) that end widened to the bracket's"

@@ -9,8 +9,16 @@ tasks instead, ``N_hat = sum_s 1 / pi_t``, and its linearised variance is that o
 a proportion (the rates lie in [0, 1]) and follows Korn and Graubard (1998): the effective sample
 size ``n_eff = p (1 - p) / v`` (at most the ``n`` tasks drawn, and ``n`` where ``p`` is 0 or 1
 or ``v`` is 0), shrunk by ``(z / t_{n-1})^2`` for the variance's own error, and the Clopper-Pearson
-interval of ``p n_eff`` successes in ``n_eff`` trials. It is never a point short of a census.
-Approximate, with no finite-sample guarantee; ``benchmarks/bench_plan_brackets.py`` measures it.
+interval of ``p n_eff`` successes in ``n_eff`` trials. The effective size is at most Kish's
+``(sum w)^2 / sum w^2`` of the weights ``w = 1 / pi`` drawn (the number drawn when they are
+equal): a capped size of ``n`` kept METR's and SWE-bench's level on average but not where the
+weights vary tenfold with the outcomes (SWE-bench, sizes the tasks' success sd across agents, 40
+tasks: mean 0.878, Kish 0.898, for 4% more width). It is never a point short of a census.
+Approximate, with no finite-sample guarantee: where the weights follow the outcomes the best
+agents' intervals still covered about 0.81 at 90% (as the Horvitz-Thompson t did); the
+distribution-free bracket guards the cases where the drawn rates hardly vary, and a simple random
+sample is the design to use without a working model. ``benchmarks/bench_plan_brackets.py``
+measures it.
 
 This module imports numpy and scipy only.
 """
@@ -26,7 +34,9 @@ from scipy.stats import t as student_t
 HAJEK_DETAIL = ("Hajek mean (each drawn task weighted by 1 / its inclusion probability, divided by the sum of "
                 "those weights), which is stable where the number of tasks drawn varies; its linearised Poisson "
                 "design variance; Korn-Graubard interval (Clopper-Pearson at the design's effective sample size, "
-                "degrees of freedom n - 1; approximate: no finite-sample guarantee), never a point short of a census")
+                "at most Kish's size of the weights drawn, degrees of freedom n - 1; approximate: no finite-sample "
+                "guarantee, and below its level where the weights vary tenfold with the outcomes), never a point "
+                "short of a census")
 
 
 def hajek_mean(y: np.ndarray, pi: np.ndarray, T: int) -> tuple[float, float]:
@@ -44,11 +54,12 @@ def hajek_mean(y: np.ndarray, pi: np.ndarray, T: int) -> tuple[float, float]:
     return est, float(np.sqrt(var)) / T
 
 
-def korn_graubard(p: float, se: float, n: int, prob: float) -> tuple[float, float]:
+def korn_graubard(p: float, se: float, n: int, prob: float, n_max: float | None = None) -> tuple[float, float]:
     """Clopper-Pearson interval for a proportion ``p`` at the effective sample size its ``se`` implies.
 
-    ``n`` the units drawn (the effective size is at most ``n``, and ``n`` where ``p`` is 0 or 1
-    or ``se`` is 0); the degrees of freedom ``n - 1`` shrink it by ``(z / t)^2`` at the level.
+    ``n`` the units drawn; the effective size is at most ``n_max`` (default ``n``; Kish's
+    ``(sum w)^2 / sum w^2`` for weighted draws), and ``n_max`` where ``p`` is 0 or 1 or ``se``
+    is 0; the degrees of freedom ``n - 1`` shrink it by ``(z / t)^2`` at the level.
 
     Examples
     --------
@@ -57,7 +68,8 @@ def korn_graubard(p: float, se: float, n: int, prob: float) -> tuple[float, floa
     """
     a = 1 - prob
     p = min(max(p, 0.0), 1.0)
-    n_eff = float(n) if se <= 0 or p in (0.0, 1.0) else min(float(n), p * (1 - p) / se**2)
+    cap = float(n if n_max is None else min(n_max, n))
+    n_eff = cap if se <= 0 or p in (0.0, 1.0) else min(cap, p * (1 - p) / se**2)
     n_eff *= (norm.ppf(1 - a / 2) / student_t.ppf(1 - a / 2, max(n - 1, 1))) ** 2
     x = p * n_eff
     lo = float(beta.ppf(a / 2, x, n_eff - x + 1)) if x > 0 else 0.0
@@ -76,7 +88,8 @@ def poisson_hajek(tab: np.ndarray, T: int, prob: float) -> tuple[float, float, f
         m = float(y.mean())
         return m, 0.0, m, m
     est, se = hajek_mean(y, pi, T)
-    lo, hi = korn_graubard(est, se, y.size, prob)
+    w = 1 / pi
+    lo, hi = korn_graubard(est, se, y.size, prob, n_max=w.sum() ** 2 / (w**2).sum())  # Kish's size
     low, high = y.sum() / T, (y.sum() + T - y.size) / T
     est, lo, hi = (float(np.clip(x, low, high)) for x in (est, lo, hi))
     return est, se, lo, hi
