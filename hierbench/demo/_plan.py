@@ -299,7 +299,10 @@ def _observed_paired_sd(ctx: DemoContext) -> tuple[float, int, tuple[float, ...]
     """The SD of a per-task paired difference as the log shows it, with no model, pooled and per pair.
 
     Each pair's differences of its cell means over the tasks both agents ran (at least 3), their
-    sample variance (``_variance/_observed.pair_variances``, the one owner). Returns the root of
+    sample variance (``_variance/_observed.pair_variances``, the one owner), over the pairs that
+    share at least half the median pair's tasks: a pair on few shared tasks, both near 0, gave the
+    least SD and "14 tasks" for the whole plan (METR: davinci-002 and gpt-3.5-turbo-instruct on 16
+    of the plan's 76 tasks; the next least pair asked about 360; audit D3). Returns the root of
     the mean over the pairs, the pairs used and their own SDs' least, median and most (() when
     none, or none above 0).
     """
@@ -309,7 +312,9 @@ def _observed_paired_sd(ctx: DemoContext) -> tuple[float, int, tuple[float, ...]
     c = to_counts(ctx.data)
     rate = (c["n_success"] / c["n_runs"]).where(c["n_runs"] > 0).transpose("agent", "task").values
     var = pair_variances(rate)
-    var = var[np.isfinite(var)]
+    ok = np.isfinite(rate)
+    shared = np.array([(ok[i] & ok[j]).sum() for i in range(len(rate)) for j in range(i + 1, len(rate))])
+    var = var[np.isfinite(var) & (shared >= np.median(shared) / 2)]
     if not var.size:
         return np.nan, 0, ()
     sd = np.sqrt(var)
@@ -329,7 +334,8 @@ def _observed_text(
     """
     if not sd_obs > 0:
         return "(No pair shares 3 tasks with differing results: no model-free SD to set beside the plan.)"
-    over = "over the one pair" if n_pairs == 1 else f"root mean square over {n_pairs} pairs"
+    over = "over the one pair" if n_pairs == 1 else (
+        f"root mean square over {n_pairs} pairs, those sharing at least half the median pair's tasks")
     others = [p for p in parts if p != "agent x task"]
     extra = "".join(f", one {p} variance" for p in others)
     what = (
