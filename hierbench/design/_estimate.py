@@ -494,12 +494,19 @@ def _plan_logs(outcomes: Any, plan: SubsetPlan) -> Any:
     have = set(np.asarray(c["task"].values).astype(str))
     missing = sorted(drawn - have)
     if missing:
-        raise HierbenchError(f"`outcomes` must hold every task of the plan; missing {missing[:5]}")
+        raise HierbenchError(f"`outcomes` must hold every task of the plan; missing {len(missing)}: "
+                             f"{', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}")
     c = c.reindex(task=list(plan.tasks))
     nr = c["n_runs"].fillna(0)
     zero = (nr == 0).any([d for d in nr.dims if d != "task"]) if nr.ndim > 1 else nr == 0
     short = sorted(drawn & set(np.asarray(nr["task"].values[zero.values]).astype(str).tolist()))
     if short:
-        raise HierbenchError(f"`outcomes` must hold a run of every planned task for every agent; none for {short[:5]}")
+        who = sorted(str(a) for a in nr["agent"].values[(nr.sel(task=short) == 0).any("task").values]) if (
+            "agent" in nr.dims) else []
+        raise HierbenchError(
+            f"`outcomes` must hold a run of every planned task for every agent; {len(short)} planned task(s) lack "
+            f"one: {', '.join(short[:5])}{', ...' if len(short) > 5 else ''}"
+            + (f" (agents without them: {', '.join(who[:5])}{', ...' if len(who) > 5 else ''}; estimate them "
+               "apart, or keep the agents that ran every planned task: outcomes.sel(agent=[...]))" if who else ""))
     # tasks outside the plan are never read: give them one dummy run so the source can be built
     return c.assign(n_runs=nr.where(nr > 0, 1), n_success=c["n_success"].fillna(0))

@@ -211,6 +211,9 @@ def plan_subset(
 def _population(tasks: Any) -> tuple[np.ndarray, IRTBank | None]:
     if isinstance(tasks, IRTBank):
         return tasks.tasks, tasks
+    if isinstance(getattr(tasks, "bank", None), IRTBank):  # a calibration result (fit_irt_ml) holds the bank
+        raise TypeError(f"`tasks` must be task labels, a count or an IRTBank; got {type(tasks).__name__}, which "
+                        "holds a bank: pass its `.bank`")
     if isinstance(tasks, (int, np.integer)) and not isinstance(tasks, bool):
         T = check_int(tasks, "tasks", min=1)
         return np.arange(T).astype(str), None
