@@ -212,8 +212,10 @@ def test_predictive_check_and_loo(large_r):
             build_beta_binomial(data, pooling="none"), draws=300, tune=300, chains=2, rng=2,
             log_likelihood=True,
         )
-    # every 4th draw (1,000): leaving out a task integrates its effects per draw (about 4.5 ms a draw here)
-    table = loo_compare({"crossed": idata.isel(draw=slice(None, None, 4)), "beta_binomial": bb})
+    # every 16th draw (250): leaving out a task integrates its effects per draw (about 4.5 ms a draw
+    # here). The margin does not hinge on the draws: crossed leads by elpd 141.5 (dse 20.5, 7 dse) on
+    # every 4th draw (1,000) and by 141.6 (dse 20.5) on every 16th; its elpd moved by 0.2
+    table = loo_compare({"crossed": idata.isel(draw=slice(None, None, 16)), "beta_binomial": bb})
     assert table.index[0] == "crossed"
 
 
