@@ -686,12 +686,18 @@ def _pairs_of_report(html: str) -> pd.DataFrame:
 
 
 @pytest.mark.slow
-def test_cli_and_report_agree_on_every_pair_and_many_agents_get_a_matrix(tmp_path, capsys):
+def test_cli_and_report_agree_on_every_pair_and_many_agents_get_a_matrix(tmp_path, capsys, monkeypatch):
+    """The report is ``build``'s own, its sections cut to the pairwise one read here (``SECTIONS``,
+    the order ``build`` runs): it is computed and written as in the whole report.
+    """
     from html import unescape
 
     from hierbench.data import to_records
+    from hierbench.report import _build
     from hierbench.report import build
     from hierbench.testing import simulate_eval
+
+    monkeypatch.setattr(_build, "SECTIONS", ("pairwise",))
 
     ds, _ = simulate_eval(n_agents=9, n_tasks=25, n_runs=1, sd_agent=1.5, rng=5)
     path = tmp_path / "log.csv"
@@ -786,10 +792,15 @@ def test_demo_on_a_one_agent_log_says_what_it_cannot_compute(capsys, tmp_path, s
 
 
 @pytest.mark.slow  # a small fit and a report through the command line
-def test_fit_and_report_of_a_one_agent_log_say_the_agent_spread_is_undefined(tmp_path, capsys, shared_data):
+def test_fit_and_report_of_a_one_agent_log_say_the_agent_spread_is_undefined(tmp_path, capsys, shared_data,
+                                                                              monkeypatch):  # fmt: skip
     """Review: `hierbench fit` + `hierbench report` of tau-bench's one model gave the agent variance
-    component 0.0000 [0.0000, 0.0000]; one agent has no spread to estimate.
+    component 0.0000 [0.0000, 0.0000]; one agent has no spread to estimate. The report's sections
+    are cut to the two read here (``SECTIONS``, the order ``build`` runs each of them in).
     """
+    from hierbench.report import _build
+
+    monkeypatch.setattr(_build, "SECTIONS", ("data-summary", "variance"))
     log = shared_data / "tau_bench" / "tau_bench_gpt-4o_airline_trials.csv"
     cols = ["--agent", "model", "--task", "task_id", "--run", "trial", "--score", "success"]
     fit_path, rep = tmp_path / "fit.nc", tmp_path / "r.md"
@@ -831,16 +842,18 @@ def test_fit_refuses_two_models_and_formula_options_without_a_formula(log, tmp_p
 
 
 @pytest.mark.slow  # two tiny fits
-def test_fit_with_a_formula_reads_agent_coords_and_saves_what_the_api_fits(tmp_path, capsys):
+def test_fit_with_a_formula_reads_agent_coords_and_saves_what_the_api_fits(tmp_path, capsys, monkeypatch):
     """A log with a per-agent scaffold column: `fit --formula` reads it through --agent-coord and
     saves the same posterior as bayes.build_mixed + bayes.fit with the same seed (the API call is
     the independent route to the CLI's wiring), and the report of the saved fit with the log says
-    which formula it fitted.
+    which formula it fitted (its title: the report's sections, none of which is read, are cut to
+    the data summary, ``SECTIONS`` being the list ``build`` runs).
     """
     from hierbench import bayes
     from hierbench.cli import build_parser
     from hierbench.cli import load_any
     from hierbench.io import load_fit
+    from hierbench.report import _build
 
     rng = np.random.default_rng(5)
     agents = [f"a{i}" for i in range(6)]
@@ -851,19 +864,21 @@ def test_fit_with_a_formula_reads_agent_coords_and_saves_what_the_api_fits(tmp_p
     path = tmp_path / "runs.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     formula = "score ~ scaffold + (1|task)"
-    args = ["fit", str(path), "--agent-coord", "scaffold", "--formula", formula, "--draws", "200",
-            "--tune", "200", "--chains", "2", "--quiet", "-o", str(tmp_path / "fit.nc")]  # fmt: skip
+    # 100 draws: the two routes' draws are compared bit for bit, whatever their number
+    args = ["fit", str(path), "--agent-coord", "scaffold", "--formula", formula, "--draws", "100",
+            "--tune", "100", "--chains", "2", "--quiet", "-o", str(tmp_path / "fit.nc")]  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert main(args) == 0
         printed = capsys.readouterr().out
         saved = load_fit(tmp_path / "fit.nc")
         ds, _ = load_any(str(path), build_parser().parse_args(args))
-        direct = bayes.fit(bayes.build_mixed(ds, formula), draws=200, tune=200, chains=2, rng=0, progress=False)
+        direct = bayes.fit(bayes.build_mixed(ds, formula), draws=100, tune=100, chains=2, rng=0, progress=False)
     assert "formula fit of 6 agents x 30 tasks" in printed
     for name in direct.posterior.data_vars:
         np.testing.assert_array_equal(saved.posterior[name].values, direct.posterior[name].values)
     report = tmp_path / "r.md"
+    monkeypatch.setattr(_build, "SECTIONS", ("data-summary",))
     assert main(["report", str(tmp_path / "fit.nc"), "--data", str(path), "--agent-coord", "scaffold",
                  "--resamples", "199", "-o", str(report)]) == 0  # fmt: skip
     assert report.read_text().splitlines()[0] == f"# hierbench report: mixed model ({formula}, binomial)"
@@ -896,6 +911,7 @@ def test_every_warning_goes_to_stderr_and_stdout_holds_only_results(tmp_path, ca
     `warning:` lines on stderr, the results alone on stdout (--json: stdout is one JSON document).
     """
     from hierbench.io import load_fit
+    from hierbench.report import _build
 
     path = _log_with_a_reading_warning(tmp_path)
     cols = ["--run", "run", "--error", "error", "--cluster", "repo"]
@@ -907,13 +923,15 @@ def test_every_warning_goes_to_stderr_and_stdout_holds_only_results(tmp_path, ca
         assert "warning:" not in cap.out, (cmd, cap.out)
         if "--json" in cmd:
             json.loads(cap.out)  # nothing but the document
-    # a fit too short to converge (30 draws): its verdict, with the reasons, is a warning on stderr
+    # a fit too short to converge (30 draws): its verdict, with the reasons, is a warning on stderr; under
+    # --strict it exits 1 and is saved all the same (without --strict such a fit exits 0:
+    # test_cli_fit_remedies.py's 30-draw fit)
     fit = tmp_path / "fit.nc"
-    short = ["--draws", "30", "--tune", "30", "--chains", "2", "--quiet"]
+    short = ["--draws", "30", "--tune", "30", "--chains", "2", "--quiet", "--strict"]
     args = ["fit", str(path), *cols, *short, "-o", str(fit)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert main(args) == 0
+        assert main(args) == 1
     cap = capsys.readouterr()
     assert not int(load_fit(fit).attrs["diag_converged"])  # the premise: it did not converge
     assert "saved to" in cap.out and "NOT converged" in cap.out  # the result states the verdict
@@ -922,7 +940,11 @@ def test_every_warning_goes_to_stderr_and_stdout_holds_only_results(tmp_path, ca
     assert err[0].startswith(READ_WARNING)
     said = [x for x in err if x.startswith("warning: the fit did not converge: ")]
     assert len(said) == 1 and "R-hat" in said[0], err
-    assert main(["report", str(fit), "--quiet", "-o", str(tmp_path / "r.md")]) == 0
+    # the command's own channels are read, not the sections (each one's warnings go into the report):
+    # they are cut to the one on convergence (``SECTIONS``, the order ``build`` runs each of them in)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_build, "SECTIONS", ("convergence",))
+        assert main(["report", str(fit), "--quiet", "-o", str(tmp_path / "r.md")]) == 0
     cap = capsys.readouterr()
     assert cap.out.startswith("report written to") and len(cap.out.splitlines()) == 1
     assert cap.err.startswith("warning: the fit did not converge: ")
@@ -1144,13 +1166,18 @@ def test_fit_levels_as_words_records_the_words_as_the_python_api_does(shared_dat
 
 
 @pytest.mark.slow  # two small ordinal fits and a report
-def test_a_fit_of_labelled_grades_is_the_fit_of_their_numbers_and_its_report_names_them(shared_data, tmp_path, capsys):
+def test_a_fit_of_labelled_grades_is_the_fit_of_their_numbers_and_its_report_names_them(shared_data, tmp_path, capsys,
+                                                                                        monkeypatch):  # fmt: skip
     """VerbAgg's first 10 persons: `fit --levels no,perhaps,yes` draws bit for bit what the fit of
     the same log recoded to 0/1/2 by pandas (`--levels 0,1,2`) draws, same seed; the saved fit
     keeps the labels, so `report FIT` alone names the grades, and its per-grade counts are
-    pandas' crosstab of the raw file.
+    pandas' crosstab of the raw file. The report's sections are cut to the predictive check read
+    here (``SECTIONS``, the order ``build`` runs each of them in).
     """
     from hierbench.io import load_fit
+    from hierbench.report import _build
+
+    monkeypatch.setattr(_build, "SECTIONS", ("ppc",))
 
     sub, path = _verbagg(shared_data, tmp_path, 10)
     coded = tmp_path / "coded.csv"

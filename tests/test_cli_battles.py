@@ -37,9 +37,13 @@ def arena(tmp_path_factory):
 
 @pytest.mark.slow  # two small fits (CLI and Python) and a report
 @pytest.mark.filterwarnings("ignore::hierbench.bayes.ConvergenceWarning")  # 2 x 100 draws: a smoke-size fit
-def test_a_battle_log_is_fitted_and_reported_as_in_python(arena, capsys):
+def test_a_battle_log_is_fitted_and_reported_as_in_python(arena, capsys, monkeypatch):
+    """The report's sections are cut to the two read here and the abilities the battles' own section
+    follows (``SECTIONS``, the order ``build`` runs; ``build`` inserts the battles' section itself).
+    """
     from hierbench import bayes
     from hierbench.data import read_battles
+    from hierbench.report import _build
 
     log, out = arena / "arena.csv", arena / "fit.nc"
     assert main(["fit", str(log), *FLAGS, *SAMPLER, "-o", str(out)]) == 0
@@ -57,6 +61,7 @@ def test_a_battle_log_is_fitted_and_reported_as_in_python(arena, capsys):
     want = bayes.fit(bayes.build_bradley_terry(ds), draws=100, tune=100, chains=2, rng=5, progress=False)
     np.testing.assert_array_equal(saved["posterior"]["ability"].values, want["posterior"]["ability"].values)
     report = arena / "report.html"
+    monkeypatch.setattr(_build, "SECTIONS", ("data-summary", "abilities"))
     assert main(["report", str(out), "--data", str(log), *FLAGS[:-6], "--verdict", "model_a=1", "--verdict",
                  "model_b=0", "--verdict", "tie=0.5", "--resamples", "99", "-o", str(report)]) == 0  # fmt: skip
     html = report.read_text()

@@ -61,7 +61,13 @@ def test_the_warning_says_to_leave_draws_out_and_that_converges(short_fit, capsy
 
 
 @pytest.mark.slow  # a small fit (module fixture) and a refit or report: the full suite, not the fast lane
-def test_the_report_says_what_to_do_about_a_fit_that_did_not_converge(short_fit, capsys):
+def test_the_report_says_what_to_do_about_a_fit_that_did_not_converge(short_fit, capsys, monkeypatch):
+    """What is read is said before any section, and points to the Convergence section: the report's
+    sections are cut to that one (``SECTIONS``, the order ``build`` runs each of them in).
+    """
+    from hierbench.report import _build
+
+    monkeypatch.setattr(_build, "SECTIONS", ("convergence",))
     root, _, fit, _, _ = short_fit
     assert main(["report", str(fit), "--quiet", "-o", str(root / "r.md")]) == 0
     assert "What to do: it drew a fixed 30 draws per chain" in capsys.readouterr().err

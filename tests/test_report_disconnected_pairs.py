@@ -89,11 +89,18 @@ def test_pair_and_rank_flags_follow_the_hand_count():
     assert (rank_link_flags(chain, pd.Index(AGENTS)) == "").all()
 
 
-@pytest.mark.slow  # a fit and a report: about 8 s
-def test_report_flags_bayes_p_of_pairs_that_share_no_task(tmp_path):
-    """The pair table's Bayes flag and the heatmap caption name the pairs across the two groups."""
+@pytest.mark.slow  # a fit and a report of two sections
+def test_report_flags_bayes_p_of_pairs_that_share_no_task(tmp_path, monkeypatch):
+    """The pair table's Bayes flag and the heatmap caption name the pairs across the two groups.
+
+    The report is ``build``'s own, its sections cut to the two read here (``SECTIONS``, the order
+    ``build`` runs): the rank and pair sections are computed and written as in the whole report.
+    """
     from hierbench import bayes
+    from hierbench.report import _build
     from hierbench.report import build
+
+    monkeypatch.setattr(_build, "SECTIONS", ("ranks", "pairwise"))
 
     ds = _eval(_split(), AGENTS, seed=3)
     with warnings.catch_warnings():

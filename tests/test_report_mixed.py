@@ -141,17 +141,24 @@ def test_sections_a_formula_fit_cannot_fill_say_why():
     assert "not drawn on one axis" in ab["text"]
 
 
-@pytest.mark.slow  # a small formula-model fit and a whole report
-def test_a_formula_fits_report_shows_its_metrics(tmp_path):
+@pytest.mark.slow  # a small formula-model fit and a report of the three sections read
+def test_a_formula_fits_report_shows_its_metrics(tmp_path, monkeypatch):
+    """The report is ``build``'s own, its sections cut to the three read here (``SECTIONS``, the order
+    ``build`` runs): each is computed and written as in the whole report.
+    """
     from hierbench.bayes import build_mixed
     from hierbench.bayes import fit
+    from hierbench.report import _build
     from hierbench.report import score_order
+
+    monkeypatch.setattr(_build, "SECTIONS", ("pass-k", "ranks", "pairwise"))
 
     data = _board(5)
     model = build_mixed(data, "score ~ scaffold + (1|agent) + (1|task)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        dt = fit(model, draws=150, tune=150, chains=2, rng=3, progress=False)
+        # 100 draws: the report's numbers are compared with the metrics of the same draws, whatever their number
+        dt = fit(model, draws=100, tune=100, chains=2, rng=3, progress=False)
         # its pass^k, ranks and pairs are read: the frequentist results they do not show are left out
         out = build(dt, data, path=tmp_path / "mixed.md", progress=False, n_resamples=199,
                     freq={"bootstrap": None, "person_fit": None, "variance": None})

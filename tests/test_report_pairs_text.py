@@ -159,10 +159,14 @@ def test_an_irt_fit_with_clusters_says_they_move_the_difficulties_alone():
 def bb_report(tmp_path_factory):
     """A beta-binomial fit of 4 agents and its report, with the heatmap's matrix captured.
 
-    A real fit (not a stub): the section's caveat must follow from the fit's own structure.
+    A real fit (not a stub): the section's caveat must follow from the fit's own structure. The
+    report is ``build``'s own, its sections cut to the pairwise one read here (``SECTIONS``, the
+    order ``build`` runs; the heatmap captured is that section's, as it is the last one drawn in
+    the whole report).
     """
     import hierbench.report._figures as F
     from hierbench import bayes
+    from hierbench.report import _build
     from hierbench.report import build
     from hierbench.testing import simulate_eval
 
@@ -181,6 +185,7 @@ def bb_report(tmp_path_factory):
 
     mp = pytest.MonkeyPatch()
     mp.setattr(F, "heatmap", spy)
+    mp.setattr(_build, "SECTIONS", ("pairwise",))
     try:
         # the pairwise section is read: the bootstrap, person fit and G-study are left out
         path = build(fit, ds, path=tmp_path_factory.mktemp("r") / "r.md", n_resamples=99, progress=False,

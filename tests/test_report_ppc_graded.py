@@ -214,8 +214,10 @@ def test_the_wine_judges_report_checks_their_grades(shared_data):
                       extra=["rating"], task_coords=["temp", "contact"])  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        # 100 draws: what is read (the observed counts per judge and grade, how many cells there are, and
+        # that the section is drawn) does not depend on their number
         fit = bayes.fit(bayes.build_mixed(ds, "rating ~ temp + contact + (1|agent)", family="ordinal"),
-                        draws=200, tune=200, chains=2, rng=1, progress=False)  # fmt: skip
+                        draws=100, tune=100, chains=2, rng=1, progress=False)  # fmt: skip
         # the context build(fit) gives its sections
         ctx = _Context(fit=fit, data=None, battles=None, prob=0.95, bootstrap_method="bca", truth=None, subset=[],
                        say=lambda *_: None, freq="auto", rng=0, n_resamples=1999)  # fmt: skip

@@ -30,7 +30,12 @@ def fitted(tmp_path_factory):
 
 
 @pytest.mark.slow  # one small fit (2 chains x 100 draws), then a Markdown report
-def test_fit_warns_in_one_line_and_report_flags_the_agent(fitted, capsys):
+def test_fit_warns_in_one_line_and_report_flags_the_agent(fitted, capsys, monkeypatch):
+    """The report is ``build``'s own, its sections cut to the three read here (``SECTIONS``, the order
+    ``build`` runs): they and the warnings they add are computed and written as in the whole report.
+    """
+    from hierbench.report import _build
+
     tmp, zero = fitted
     args = ["fit", str(tmp / "log.csv"), *COLS, "-o", str(tmp / "fit.nc"), "--draws", "100", "--tune", "100",
             "--chains", "2", "--quiet"]  # fmt: skip
@@ -42,6 +47,7 @@ def test_fit_warns_in_one_line_and_report_flags_the_agent(fitted, capsys):
 
     fit = load_fit(tmp / "fit.nc")  # a saved and re-loaded fit keeps what the report reads
     data = from_records(str(tmp / "log.csv"), agent="agent", task="task", run="run", score="score")
+    monkeypatch.setattr(_build, "SECTIONS", ("abilities", "ranks", "side-by-side"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         md = build(fit, data, path=tmp / "r.md", n_resamples=99, progress=False).read_text()

@@ -14,7 +14,13 @@ from hierbench.testing import simulate_eval
 
 
 @pytest.mark.slow  # one small fit (2 chains x 100 draws), then a Markdown report
-def test_pairs_with_the_separated_agent_are_flagged(tmp_path):
+def test_pairs_with_the_separated_agent_are_flagged(tmp_path, monkeypatch):
+    """The report is ``build``'s own, its sections cut to the one read here (``SECTIONS``, the order
+    ``build`` runs): the pair section is computed and written as in the whole report.
+    """
+    from hierbench.report import _build
+
+    monkeypatch.setattr(_build, "SECTIONS", ("pairwise",))
     ds, _ = simulate_eval(n_agents=3, n_tasks=12, n_runs=2, rng=1)
     zero = str(ds["agent"].values[1])
     ds["score"].loc[{"agent": zero}] = 0.0

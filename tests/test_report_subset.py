@@ -56,6 +56,13 @@ def _build(tmp_path, log, subset, suffix, **kw):
                      progress=False, **kw).read_text()
 
 
+@pytest.fixture(scope="module")
+def reports(log, result, tmp_path_factory) -> dict[str, str]:
+    """The report of ``log`` with ``result``, as Markdown and as HTML (each built once: three tests read them)."""
+    folder = tmp_path_factory.mktemp("subset")
+    return {suffix: _build(folder, log, result, suffix) for suffix in (".md", ".html")}
+
+
 def _md_rows(text: str, heading: str = "## Subset estimates") -> dict[str, list[str]]:
     """The section's Markdown table as agent -> cells, and the header under key ''."""
     part = text.split(heading + "\n", 1)[1].split("\n## ", 1)[0]
@@ -65,9 +72,8 @@ def _md_rows(text: str, heading: str = "## Subset estimates") -> dict[str, list[
 
 
 @pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
-def test_section_in_html_and_markdown(tmp_path, log, result):
-    md = _build(tmp_path, log, result, ".md")
-    html = _build(tmp_path, log, result, ".html")
+def test_section_in_html_and_markdown(reports):
+    md, html = reports[".md"], reports[".html"]
     assert "## Subset estimates" in md
     assert 'id="subset-estimates"' in html and MODEL_COLUMN in html
     # before the checklist, after the sections every report has
@@ -80,21 +86,21 @@ def test_section_in_html_and_markdown(tmp_path, log, result):
     assert "and used by the estimator" in sentence and "martingale central limit theorem, approximate" in sentence
 
 
-def test_flag_marks_the_misfit_agent_only(tmp_path, log, result):
+def test_flag_marks_the_misfit_agent_only(result, reports):
     assert result.flagged == [BAD]  # the planted misfit, and no false flag at this seed
-    rows = _md_rows(_build(tmp_path, log, result, ".md"))
+    rows = _md_rows(reports[".md"])
     flag = rows[""].index("flag")
     marked = [a for a, cells in rows.items() if a and cells[flag] == FLAG_TEXT]
     assert marked == result.flagged
     assert all(cells[flag] == "" for a, cells in rows.items() if a and a != BAD)
-    html = _build(tmp_path, log, result, ".html")
+    html = reports[".html"]
     table = html.split('id="subset-estimates"', 1)[1].split("</table>", 1)[0]
     trs = {re.search(r">(agent_\d+)<", tr).group(1): tr for tr in table.split("<tr>")[2:]}
     assert sorted(a for a, tr in trs.items() if re.search(r'class="[^"]*\bflag\b', tr)) == [BAD]
 
 
-def test_table_numbers_are_the_results_own(tmp_path, log, result):
-    rows = _md_rows(_build(tmp_path, log, result, ".md"))
+def test_table_numbers_are_the_results_own(result, reports):
+    rows = _md_rows(reports[".md"])
     want = result.to_frame()
     cols = {"design-based estimate": "estimate", "lower": "lower", "upper": "upper", "tasks run": "n_tasks",
             MODEL_COLUMN: "model_estimate", "misfit p": "misfit_p", "misfit p (Holm)": "misfit_p_holm"}
