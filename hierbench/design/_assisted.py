@@ -331,10 +331,10 @@ class AssistedResult(Result):
     design's distribution-free bracket, valid for every population
     (``guard`` per agent ``"bracket"``, its ``ci_kinds`` ``"conservative"``;
     ``ci.attrs["ci_kind"]`` is ``"mixed"`` when agents differ). Without a
-    model the plain (stratified) mean of the rates is guarded further: where the drawn rates did not vary it is the bracket,
-    and where at most one drawn task was off 0 (off 1) that end is widened
-    to the
-    bracket's (``"guarded"``). ``to_dataset()`` holds
+    model the plain (stratified, Hajek) mean of the rates is guarded
+    further: where the drawn rates did not vary it is the bracket, and
+    where at most one drawn task was off 0 (off 1) that end is widened to
+    the bracket's (``"guarded"``). ``to_dataset()`` holds
     every field, ``draws``' as ``draws_<variable>`` (``draws_outcome``, ...).
     """
 
@@ -460,10 +460,10 @@ def agent_out(rec: _Record, *, T: int, prob: float, model: tuple[float, float, f
 
     ``exact``: 0/1 outcomes, uniform draws and no model: the exact hypergeometric interval
     (``srs_exact``) in place of the t interval. ``hajek``: a Poisson plan and no model: the Hajek
-    mean and its Korn-Graubard interval (``poisson_hajek``), guarded as the t interval is (its
-    effective size is the number drawn where the drawn rates do not vary, which is too many where
-    the tasks not drawn weigh most: audit D1, 0.77 at 90%); the Horvitz-Thompson mean in ``fixed``
-    is kept as the unbiased estimate. ``bracket``: the design's distribution-free
+    mean and its Korn-Graubard interval (``poisson_hajek``), guarded as the t interval is (where the
+    drawn rates hardly vary their effective size says too little of the tasks not drawn when those
+    weigh most: audit D1, 0.77 at 90% unguarded); the Horvitz-Thompson mean in ``fixed`` is kept as
+    the unbiased estimate. ``bracket``: the design's distribution-free
     bracket (``design_bracket``; none for tilted draws), which replaces the t interval where that
     is a point, and with ``widen`` (no model: the plain mean of the rates) guards it as
     ``guarded_bounds`` says.

@@ -7,13 +7,13 @@ random and the Horvitz-Thompson mean ``sum_s y_t / pi_t / T`` moves with it: wit
 tasks instead, ``N_hat = sum_s 1 / pi_t``, and its linearised variance is that of the residuals
 ``y_t - mean`` (Sarndal, Swensson and Wretman 1992, section 5.7). The interval treats the mean as
 a proportion (the rates lie in [0, 1]) and follows Korn and Graubard (1998): the effective sample
-size ``n_eff = p (1 - p) / v`` (at most the ``n`` tasks drawn, and ``n`` where ``p`` is 0 or 1
-or ``v`` is 0), shrunk by ``(z / t_{n-1})^2`` for the variance's own error, and the Clopper-Pearson
-interval of ``p n_eff`` successes in ``n_eff`` trials. The effective size is at most Kish's
-``(sum w)^2 / sum w^2`` of the weights ``w = 1 / pi`` drawn (the number drawn when they are
-equal): a capped size of ``n`` kept METR's and SWE-bench's level on average but not where the
-weights vary tenfold with the outcomes (SWE-bench, sizes the tasks' success sd across agents, 40
-tasks: mean 0.878, Kish 0.898, for 4% more width). It is never a point short of a census.
+size ``n_eff = p (1 - p) / v``, at most Kish's ``(sum w)^2 / sum w^2`` of the weights ``w = 1 /
+pi`` drawn (the number drawn when they are equal) and that cap where ``p`` is 0 or 1 or ``v`` is 0,
+shrunk by ``(z / t_{n-1})^2`` for the variance's own error; then the Clopper-Pearson interval of
+``p n_eff`` successes in ``n_eff`` trials. A cap at the number drawn kept METR's and SWE-bench's
+level on average but not where the weights vary tenfold with the outcomes (SWE-bench, sizes the
+tasks' success sd across agents, 40 tasks: mean 0.878, Kish's cap 0.898, for 4% more width). It is
+never a point short of a census.
 Approximate, with no finite-sample guarantee: where the weights follow the outcomes the best
 agents' intervals still covered about 0.81 at 90% (as the Horvitz-Thompson t did); the
 distribution-free bracket guards the cases where the drawn rates hardly vary, and a simple random
