@@ -417,6 +417,26 @@ def test_assisted_mean_with_a_bank_is_unbiased_for_every_plan():
         assert abs(est.mean() - y.mean()) < 4 * est.std() / np.sqrt(est.size), design
 
 
+def test_a_poisson_plan_with_a_bank_weighs_each_drawn_residual_by_the_plans_own_inclusion_probability():
+    # the plumbing the simulation above cannot see (a mean ignoring the probabilities passes it: the
+    # bank's residuals are small): the difference estimator written out from the plan's inclusion
+    # probabilities and the bank's population-average predictions (design._subset.prior_predictive,
+    # the predictions a Poisson plan uses), T^-1 (sum_t m_t + sum_drawn (y_t - m_t) / pi_t)
+    from hierbench.design._subset import prior_predictive
+
+    T = 60
+    bank, a, d = _bank(T, seed=3)
+    g = np.random.default_rng(4)
+    y = (g.random((1, T)) < expit(0.8 * a + d)).astype(float)
+    plan = plan_subset(bank, 20, design="poisson", rng=5)
+    res = assisted_mean(plan, _logs(y, bank.tasks), bank, n_draws=10, n_grid=21, rng=5)
+    drawn = [list(bank.tasks).index(t) for t in plan.order.values.astype(str)]
+    m, pi = prior_predictive(bank)[0], plan.inclusion.values[drawn]
+    assert np.ptp(pi) > 0.01  # unequal probabilities: ignoring them would change the estimate
+    want = (m.sum() + ((y[0, drawn] - m[drawn]) / pi).sum()) / T
+    assert float(res.unbiased_estimate[0]) == pytest.approx(want, rel=1e-12)
+
+
 def test_assisted_mean_refuses_what_it_cannot_estimate():
     tasks = [f"t{i}" for i in range(30)]
     g = np.random.default_rng(13)
