@@ -312,8 +312,8 @@ def _observed_paired_sd(ctx: DemoContext) -> tuple[float, int, tuple[float, ...]
     c = to_counts(ctx.data)
     rate = (c["n_success"] / c["n_runs"]).where(c["n_runs"] > 0).transpose("agent", "task").values
     var = pair_variances(rate)
-    ok = np.isfinite(rate)
-    shared = np.array([(ok[i] & ok[j]).sum() for i in range(len(rate)) for j in range(i + 1, len(rate))])
+    ok = np.isfinite(rate).astype(int)
+    shared = (ok @ ok.T)[np.triu_indices(len(rate), 1)]  # tasks each pair shares, in pair_variances' order
     var = var[np.isfinite(var) & (shared >= np.median(shared) / 2)]
     if not var.size:
         return np.nan, 0, ()

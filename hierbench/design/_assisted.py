@@ -290,9 +290,14 @@ def bounded(tab: np.ndarray, T: int, est: float, se: float, df: int, prob: float
     [0, 0.0998]); the truth always lies in the range, so clipping only moves the estimate toward it.
     The unclipped value is kept by the caller (``unbiased_estimate``).
     """
-    known = float(tab[:, 5].sum())
-    lo, hi = known / T, (known + T - tab.shape[0]) / T
+    lo, hi = feasible_range(tab, T)
     return min(max(est, lo), hi), *t_bounds(est, se, df, prob, lo, hi)
+
+
+def feasible_range(tab: np.ndarray, T: int) -> tuple[float, float]:
+    """The range the tasks run allow for the mean of all ``T``: the tasks not run all 0, all 1."""
+    known = float(tab[:, 5].sum())
+    return known / T, (known + T - tab.shape[0]) / T
 
 
 def misfit_test(tab: np.ndarray) -> tuple[float, float]:
@@ -374,8 +379,7 @@ class AssistedResult(Result):
     def _cell_notes(self) -> xr.DataArray:
         """Where the estimate was clipped to the feasible range: the unclipped, design-unbiased value."""
         raw = self.unbiased_estimate
-        # the Hajek mean is not the unbiased (Horvitz-Thompson) one: a difference there is no clipping
-        clipped = np.isfinite(raw.values) & (raw.values != self.estimate.values) & (self.estimator != "Hajek")
+        clipped = clipped_cells(raw.values, self.estimate.values, self.estimator)
         guard = self.guard.values if self.guard is not None else [""] * raw.size
         words = {"bracket": "drawn rates did not vary, or t a point: distribution-free bracket (conservative)",
                  "guarded": "one drawn task off 0 (or 1): that end widened to the distribution-free bracket's"}
@@ -437,6 +441,14 @@ class _AgentOut:
     guard: str = ""  # "bracket" / "guarded": the plain mean's t interval replaced / widened (``guarded_bounds``)
 
 
+def clipped_cells(raw: np.ndarray, est: np.ndarray, estimator: str) -> np.ndarray:
+    """Where the estimate was clipped to the feasible range: it differs from the unclipped ``raw``.
+
+    The Hajek mean is not the unbiased (Horvitz-Thompson) one kept as ``raw``: a difference there is no clipping.
+    """
+    return np.isfinite(raw) & (raw != est) & (estimator != "Hajek")
+
+
 def srs_exact(tab: np.ndarray, T: int, prob: float) -> tuple[float, float, float]:
     """Plain mean of 0/1 outcomes drawn uniformly without replacement, and its exact hypergeometric interval.
 
@@ -472,6 +484,8 @@ def agent_out(rec: _Record, *, T: int, prob: float, model: tuple[float, float, f
     raw, se, df = fixed if fixed is not None else des_raj(tab, T, floor=True)
     if hajek:
         est, se, lo, hi = poisson_hajek(tab, T, prob)
+        low, high = feasible_range(tab, T)  # where the mean lies for sure
+        est, lo, hi = (min(max(x, low), high) for x in (est, lo, hi))
     else:
         est, lo, hi = srs_exact(tab, T, prob) if exact else bounded(tab, T, raw, se, df, prob)
     how = ""
@@ -534,7 +548,7 @@ def assemble(outs: Sequence[_AgentOut], agents: Sequence[str], tasks: np.ndarray
 
     est = da([o.est for o in outs], "estimate")
     raw = da([o.raw for o in outs], "unbiased_estimate")
-    n_clip = 0 if estimator == "Hajek" else int((np.isfinite(raw.values) & (raw.values != est.values)).sum())
+    n_clip = int(clipped_cells(raw.values, est.values, estimator).sum())
     if n_clip:
         detail += (f"; the estimate of {n_clip} of {len(outs)} agent(s) fell outside the range the tasks run allow "
                    "and is clipped to it (the unclipped, design-unbiased value is unbiased_estimate)")

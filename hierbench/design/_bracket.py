@@ -41,8 +41,9 @@ def guard_detail(design: str, widen: bool, interval: str = "t") -> str:
 
     ``interval``: the kind guarded; only a ``"t"`` interval can be a point.
     """
-    where = "where the drawn rates do not vary" + (" or the t interval is a point" if interval == "t" else "")
-    if not widen:
+    if widen:
+        where = "where the drawn rates do not vary" + (" or the t interval is a point" if interval == "t" else "")
+    else:
         where = "where the t interval is a point (the drawn terms did not vary)"
     words = (f"guarded where it degenerates: {where}, the distribution-free bracket ({BRACKET_LAW[design]} on the "
              "tasks with any success and with any failure, as the rates lie in [0, 1]: valid for every population)")

@@ -80,8 +80,8 @@ def korn_graubard(p: float, se: float, n: int, prob: float, n_max: float | None 
 def poisson_hajek(tab: np.ndarray, T: int, prob: float) -> tuple[float, float, float, float]:
     """``(estimate, se, lower, upper)`` of a Poisson plan's record (outcomes in column 5, ``pi`` in column 2).
 
-    The estimate and both ends are kept inside the range the tasks run allow (the tasks not drawn
-    all 0, all 1), where the mean lies for sure; a census (every task drawn) is its own mean.
+    A census (every task drawn) is its own mean. The caller keeps the three inside the range the
+    tasks run allow (``_assisted.feasible_range``), as it keeps the t interval's.
     """
     y, pi = tab[:, 5].astype(float), tab[:, 2].astype(float)
     if y.size >= T:
@@ -90,6 +90,4 @@ def poisson_hajek(tab: np.ndarray, T: int, prob: float) -> tuple[float, float, f
     est, se = hajek_mean(y, pi, T)
     w = 1 / pi
     lo, hi = korn_graubard(est, se, y.size, prob, n_max=w.sum() ** 2 / (w**2).sum())  # Kish's size
-    low, high = y.sum() / T, (y.sum() + T - y.size) / T
-    est, lo, hi = (float(np.clip(x, low, high)) for x in (est, lo, hi))
     return est, se, lo, hi
