@@ -1236,26 +1236,15 @@ def test_the_data_summary_flags_agents_the_data_themselves_mark():
             for a in ("good", "bad", "some") for t in range(6)]  # fmt: skip
     ds = from_records(pd.DataFrame(rows), annotations=["disputed"])
     ds.attrs["flagged_agents"] = '{"other": 6}'
-    from hierbench.report._context import _Context
-    from hierbench.report._sections import _sec_data
+    from report_section import section_alone
 
-    ctx = _Context(fit=None, data=ds, prob=0.95, rng=0, n_resamples=99, truth=None, freq="auto",
-                   subset=[], say=lambda *_: None)  # fmt: skip
-    rep = Report("t")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _sec_data(ctx, rep, "data-summary")
-    flags = rep.blocks[0]["text"].split("**Flags:**")[1]
+    flags = section_alone("data-summary", ds)["text"].split("**Flags:**")[1]
     assert "the per-run annotation `disputed` marks at least half the runs of: bad (6 of 6 runs):" in flags
     assert "some" not in flags and "good" not in flags  # 1 of 6 runs: not flagged
     assert "the data's own source flags the records of: other (6 runs) (attrs['flagged_agents'])" in flags
     # a loader's flag of the annotated agents themselves (SWE-bench's loader): one flag, not two
     ds.attrs["flagged_agents"], ds.attrs["flag_column"] = '{"bad": 6}', "disputed"
-    rep = Report("t")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _sec_data(ctx, rep, "data-summary")
-    flags = rep.blocks[0]["text"].split("**Flags:**")[1]
+    flags = section_alone("data-summary", ds)["text"].split("**Flags:**")[1]
     assert "annotation `disputed`" not in flags and flags.count("bad (6") == 1
     assert "the data's own source flags the records of: bad (6 runs) (its column `disputed`)" in flags
 

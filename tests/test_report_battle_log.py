@@ -11,15 +11,12 @@ only. The counts expected here are pandas' of the raw CSV (8,931 battles, 3,471 
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-
-from hierbench.report._context import _Context
-from hierbench.report._report import Report
+from report_section import section_alone
 
 
 @pytest.fixture(scope="module")
@@ -57,15 +54,7 @@ def _bt_fit(df: pd.DataFrame, data_hash: str = "") -> xr.DataTree:
 
 
 def _section(sid: str, fit, battles) -> dict:
-    from hierbench.report._build import _run_section
-
-    ctx = _Context(fit=fit, data=None, battles=battles, prob=0.95, rng=0, n_resamples=99, truth=None, freq="auto",
-                   subset=[], say=lambda *_: None)  # fmt: skip
-    rep = Report("t")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _run_section(ctx, rep, sid)
-    return rep.blocks[0]
+    return section_alone(sid, fit=fit, battles=battles)
 
 
 def test_data_summary_counts_the_battles_as_pandas_does(llmfao):

@@ -16,7 +16,6 @@ when the battles are independent (so its behaviour over seeded data sets has a b
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -263,8 +262,8 @@ def test_replicates_from_the_posterior_predictive_and_drawn_here_have_one_law():
 
 def _section(fit, battles) -> tuple[dict, dict]:
     """The report's posterior predictive checks section of ``fit`` (and its figures, unrendered)."""
-    from hierbench.report._build import _run_section
-    from hierbench.report._context import _Context
+    from report_section import section_alone
+
     from hierbench.report._report import Report
 
     class Kept(Report):
@@ -272,14 +271,9 @@ def _section(fit, battles) -> tuple[dict, dict]:
             self.kept[name] = fig
             self.blocks[-1]["figures"].append((name, caption))
 
-    ctx = _Context(fit=fit, data=None, battles=battles, prob=0.95, rng=0, n_resamples=99, truth=None, freq="auto",
-                   subset=[], say=lambda *_: None)  # fmt: skip
     rep = Kept("t")
     rep.kept = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _run_section(ctx, rep, "ppc")
-    return {b["id"]: b for b in rep.blocks}["ppc"], rep.kept
+    return section_alone("ppc", fit=fit, battles=battles, report=rep), rep.kept
 
 
 def test_the_section_says_what_it_checks_and_what_to_do_when_it_fails():

@@ -11,7 +11,6 @@ fractions, tau-bench's published pass^4).
 from __future__ import annotations
 
 import re
-import warnings
 from fractions import Fraction
 from math import comb
 
@@ -19,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from report_section import section_alone
 
 from hierbench.freq._rates._logit_t import EVEN_CLUSTERS_FLAG
 from hierbench.report._context import _Context
@@ -26,8 +26,6 @@ from hierbench.report._passk import MODEL_FREE
 from hierbench.report._passk import _all_pass_text
 from hierbench.report._passk import _crossed_all_pass_text
 from hierbench.report._passk import _disagree_text
-from hierbench.report._passk import _sec_passk
-from hierbench.report._report import Report
 
 
 def _table(unbiased: list[float], bayes: list[float]) -> pd.DataFrame:
@@ -124,13 +122,7 @@ def clustered_section() -> dict:
 
 def _passk_block(data: xr.Dataset) -> dict:
     """The pass^k section of ``data`` alone (no fit), as the report builds it."""
-    ctx = _Context(fit=None, data=data, prob=0.95, rng=0, n_resamples=99, truth=None, freq="auto",
-                   subset=[], say=lambda *_: None)  # fmt: skip
-    rep = Report("t")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _sec_passk(ctx, rep, "pass-k")
-    return rep.blocks[0]
+    return section_alone("pass-k", data)
 
 
 def test_the_even_clusters_note_is_the_estimators_one_definition_with_its_rule_and_coverage(clustered_section):
