@@ -304,6 +304,15 @@ def _log_tasks(run: xr.DataArray | xr.Dataset) -> np.ndarray:
     return np.asarray(run["task"].values).astype(str)
 
 
+def _takes_hajek(spec: _Spec, design: str) -> bool:
+    """Whether a plan's estimate is the Hajek mean with its Korn-Graubard interval: a Poisson plan and no model.
+
+    The one owner of the rule: the agents' estimates (``_plan_agent``), the ``ci_detail``
+    (``_branch``) and the interval's kind (``assisted_mean``) all ask it.
+    """
+    return design == "poisson" and spec.bank is None and spec.fixed is None
+
+
 def _branch(spec: _Spec, design: str, exact: bool = False) -> tuple[str, str]:
     """The estimator actually used, and the interval's ``ci_detail``, for a design and working model.
 
@@ -333,7 +342,7 @@ def _branch(spec: _Spec, design: str, exact: bool = False) -> tuple[str, str]:
         return "Des Raj", (f"Des Raj martingale-difference estimator with the working model's predictions "
                            f"({spec.working}), unbiased whatever the model; {var}; Student t (martingale central "
                            f"limit theorem, approximate: no finite-sample guarantee){clip}{guard}")
-    if none and design == "poisson":
+    if _takes_hajek(spec, design):
         return "Hajek", (f"{HAJEK_DETAIL}{clip}; unbiased_estimate: the Horvitz-Thompson mean; "
                          f"{guard_detail('poisson', True, 'korn-graubard')}")
     if none:
@@ -387,7 +396,7 @@ def _plan_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, plan:
         bracket = partial(design_bracket, plan.design, tab[:, 5], tab[:, 0].astype(int), stratum,
                           plan.inclusion.values, spec.prob)  # computed only where the t interval degenerates
     return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed, exact=exact, bracket=bracket,
-                     widen=work is None, hajek=poisson and work is None)
+                     widen=work is None, hajek=_takes_hajek(spec, plan.design))
 
 
 def assisted_mean(
@@ -477,7 +486,7 @@ def assisted_mean(
     outs = map_seeded(_plan_agent, sources, rng=rng, executor=executor,
                       desc="agents", kwargs={"spec": spec, "plan": plan, "exact": exact}, thread_safe=False)
     estimator, detail = _branch(spec, plan.design, exact)
-    kind = "exact" if exact else "korn-graubard" if estimator == "Hajek" else "t"
+    kind = "exact" if exact else "korn-graubard" if _takes_hajek(spec, plan.design) else "t"
     return assemble(outs, agents, spec.tasks, prob=spec.prob, working=spec.working, design=f"plan: {plan.design}",
                     detail=detail, kind=kind, estimator=estimator)
 
