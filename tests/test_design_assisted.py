@@ -437,6 +437,87 @@ def test_a_poisson_plan_with_a_bank_weighs_each_drawn_residual_by_the_plans_own_
     assert float(res.unbiased_estimate[0]) == pytest.approx(want, rel=1e-12)
 
 
+def _one_draw_bank(T: int, seed: int) -> tuple[IRTBank, np.ndarray, np.ndarray]:
+    """A 2PL bank of a single parameter draw: its posterior predictions can be written out by hand."""
+    g = np.random.default_rng(seed)
+    a, d = np.exp(g.normal(0.2, 0.3, T)), g.normal(0, 1.5, T)
+    c = {"task": [f"t{j:03d}" for j in range(T)]}
+    return IRTBank(xr.DataArray(a[None], dims=("sample", "task"), coords=c),
+                   xr.DataArray(d[None], dims=("sample", "task"), coords=c)), a, d
+
+
+def _des_raj_by_hand(a: np.ndarray, d: np.ndarray, y: np.ndarray, order: np.ndarray, q: np.ndarray,
+                     stratum: np.ndarray, n_grid: int = 21) -> float:
+    """Des Raj's mean written out: per stratum the mean of ``known + sum_pool m + (y - m) / q``, summed, over T.
+
+    ``m``: the 2PL's posterior predictive success probability given the draws before, on the bank's
+    ability grid (``n_grid`` points on [-5, 5], standard normal prior).
+    """
+    grid = np.linspace(-5.0, 5.0, n_grid)
+    p = expit(np.outer(grid, a) + d)
+    z: dict[int, list[float]] = {}
+    drawn = np.zeros(y.size, bool)
+    for k, (t, qk) in enumerate(zip(order, q, strict=True)):
+        past = order[:k]
+        logw = -0.5 * grid**2 + (y[past] * np.log(p[:, past]) + (1 - y[past]) * np.log1p(-p[:, past])).sum(1)
+        w = np.exp(logw - logw.max())
+        m = (w / w.sum()) @ p
+        h = stratum[t]
+        pool = ~drawn & (stratum == h)
+        z.setdefault(h, []).append(y[drawn & (stratum == h)].sum() + m[pool].sum() + (y[t] - m[t]) / qk)
+        drawn[t] = True
+    return sum(np.mean(v) for v in z.values()) / y.size
+
+
+@pytest.mark.filterwarnings("ignore:every 95% eti interval here has zero width")  # the model score of one draw
+@pytest.mark.parametrize("design", ["pps", "stratified"])
+def test_a_bank_plan_weighs_each_drawn_residual_by_the_plans_own_draw_probabilities_and_strata(design):
+    # the plumbing test_assisted_mean_with_a_bank_is_unbiased_for_every_plan cannot see (a mean that
+    # ignores the plan's probabilities passes it), as the Poisson test above for these plans: Des Raj's
+    # estimate written out from the plan's order, its draw probabilities (PPS: sizes 1-5) or strata
+    # (sizes 40 / 10 / 10, drawn 4 / 2 / 2: weights 10, 5, 5) and the bank's predictions. Agreement
+    # is to 1e-9 (the posterior drops rows below 1e-10 of the largest); ignoring the probabilities
+    # (uniform draws) or the strata (one pool) moves the estimate by more than 0.01
+    T = 60
+    bank, a, d = _one_draw_bank(T, seed=3)
+    y = (np.random.default_rng(4).random(T) < expit(0.8 * a + d)).astype(float)
+    stratum = np.zeros(T, np.intp)
+    if design == "pps":
+        plan = plan_subset(bank, 20, design="pps", size=np.arange(T) % 5 + 1.0, rng=1)
+    else:
+        rank = np.argsort(np.argsort(d))  # the hardest 40 tasks in one stratum
+        plan = plan_subset(bank, 8, design="stratified", strata=np.where(rank < 40, "a", np.where(rank < 50, "b", "c")),
+                           rng=2)
+        stratum = plan.stratum.values
+        assert np.bincount(stratum).tolist() == [40, 10, 10]
+    res = assisted_mean(plan, _logs(y[None], bank.tasks), bank, n_draws=10, n_grid=21, rng=5)
+    order = np.array([list(bank.tasks).index(t) for t in plan.order.values.astype(str)])
+    want = _des_raj_by_hand(a, d, y, order, plan.draw_prob.values, stratum)
+    assert float(res.unbiased_estimate[0]) == pytest.approx(want, abs=1e-9)
+    ignored = _des_raj_by_hand(a, d, y, order, 1.0 / (T - np.arange(order.size)), np.zeros(T, np.intp))
+    assert abs(ignored - want) > 0.01
+
+
+@pytest.mark.parametrize("c", [0.5, 0.3])
+def test_an_all_fail_agent_with_one_fixed_prediction_is_estimated_exactly_0(c):
+    # audit D5: a prediction the same on every task cancels from the estimate (by hand: an all-fail
+    # agent's score is 0, an all-success agent's 1); subtracting it left float noise: adaptive draws,
+    # 0.5, gave 4.1e-17, and an srs plan, 0.3, gave 1.2e-16 with the interval [8.4e-17, 1.5e-16],
+    # which missed the true 0 and was no point for the bracket guard to catch
+    T = 30
+    tasks = [f"t{j:02d}" for j in range(T)]
+    y = np.zeros((2, T))
+    y[1] = 1.0
+    logs, m = _logs(y, tasks), xr.DataArray(np.full(T, c), dims="task", coords={"task": tasks})
+    for res in (assisted_adaptive(m, logs, n_tasks=10, rng=1),
+                assisted_mean(plan_subset(tasks, 10, rng=1), logs, m),
+                assisted_mean(plan_subset(tasks, 10, design="stratified", strata=np.arange(T) % 3, rng=1), logs, m)):
+        assert res.estimate.values.tolist() == [0.0, 1.0], res.design
+        assert res.unbiased_estimate.values.tolist() == [0.0, 1.0], res.design
+        (lo0, hi0), (lo1, hi1) = res.ci.values
+        assert lo0 == 0.0 and hi0 > 0.05 and hi1 == 1.0 and lo1 < 0.95, res.design
+
+
 def test_assisted_mean_refuses_what_it_cannot_estimate():
     tasks = [f"t{i}" for i in range(30)]
     g = np.random.default_rng(13)

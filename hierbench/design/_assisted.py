@@ -186,13 +186,20 @@ class _Record:
 
         ``omega``: the working model's prediction of the term's conditional
         variance (:func:`term_variance`), NaN when the draw probabilities of
-        the whole pool are not known.
+        the whole pool are not known. Where the draw is uniform over the pool (``q`` is ``1 / |pool|``
+        up to the rounding of its normalisation) and the prediction the same on every task of it,
+        the prediction cancels from the term, which is then computed without it: ``known + |pool| y``
+        (subtracting it left float noise, an all-fail agent's estimate 4.1e-17 for 0: audit D5).
         """
         h = int(self.stratum[t])
         pool = self.pool(h)
-        term = self.known[h] + float(m[pool].sum()) + (y - m[t]) / q
+        size = int(pool.sum())
+        if abs(q * size - 1) < 1e-12 and np.ptp(m[pool]) == 0:  # uniform draw, one prediction: it cancels
+            term = self.known[h] + size * y
+        else:
+            term = self.known[h] + float(m[pool].sum()) + (y - m[t]) / q
         ls = _logscore(pmf, round(y * n)) if pmf is not None else (np.nan,) * 4
-        self.steps.append((t, h, q, int(pool.sum()), float(m[t]), y, n, term, *ls[:3], omega, ls[3]))
+        self.steps.append((t, h, q, size, float(m[t]), y, n, term, *ls[:3], omega, ls[3]))
         self.rem[t] = False
         self.known[h] += y
 
@@ -248,8 +255,16 @@ def des_raj(tab: np.ndarray, T: int, floor: bool = False) -> tuple[float, float,
 
 def classical(y: np.ndarray, m: np.ndarray, sample: np.ndarray, stratum: np.ndarray,
               incl: np.ndarray, poisson: bool) -> tuple[float, float, int]:
-    """The difference estimator with fixed predictions and its exact design variance (srs, stratified, Poisson)."""
+    """The difference estimator with fixed predictions and its exact design variance (srs, stratified, Poisson).
+
+    Predictions the same on every task of each stratum cancel from the srs and stratified
+    estimator, which is then the plain (stratified) mean of ``y``, computed as such: subtracting
+    them left float noise (an all-fail agent with predictions 0.3: estimate 1.2e-16 and the
+    interval [8.4e-17, 1.5e-16], which missed the true 0 and was no point for the guard to catch).
+    """
     T = m.size
+    if not poisson and all(np.ptp(m[stratum == h]) == 0 for h in np.unique(stratum)):
+        m = np.zeros(T)
     e = y[sample] - m[sample]
     if poisson:
         pi = incl[sample]
