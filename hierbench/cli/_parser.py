@@ -169,8 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser(
         "compare",
-        help="every pair of agents: paired differences, simultaneous intervals, max-T "
-        "(and Holm/BH) adjusted tests",
+        help="every pair of agents: paired differences, simultaneous intervals where max-T applies "
+        "(Holm-adjusted t where the clusters are few), max-T (and Holm/BH) adjusted tests",
     )
     _add_file_options(c)
     _add_stats_options(c, resamples=None)  # compare_agents' own resampling defaults
