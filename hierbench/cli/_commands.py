@@ -195,6 +195,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
             rng=args.seed,
             overwrite=args.overwrite,
             progress=_progress_wanted(args),
+            sections=args.sections.split(",") if args.sections else None,
             **_bootstrap_kw(args),
         )
     print(

@@ -165,6 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_battle_flags(r, model=False)
     r.add_argument("--overwrite", action="store_true", help="replace REPORT if it exists")
     r.add_argument("--quiet", action="store_true", help="no progress lines")
+    r.add_argument(
+        "--sections",
+        metavar="ID[,ID...]",
+        help="only these sections, e.g. data-summary,pairwise (default: all; the report says what it left out)",
+    )
     r.set_defaults(func=_cmd_report)
 
     c = sub.add_parser(

@@ -30,6 +30,7 @@ _FLAG_OF = {
     "agent_coords": "--agent-coord",
     "agent_name": "--single-agent",
     "n_resamples": "--resamples",
+    "sections": "--sections",
     "rng": "--seed",
     "overwrite": "--overwrite",
     "score_levels": "--levels",

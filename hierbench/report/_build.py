@@ -125,6 +125,7 @@ def build(
     progress: bool | None = None,
     appendix: Sequence[tuple[str, str]] = (),
     subset: object | Sequence[object] | None = None,
+    sections: Sequence[str] | None = None,
 ) -> Path:
     """Write the full report of an evaluation: data, convergence, abilities, pass^k, ranks, pairs, checks.
 
@@ -132,10 +133,9 @@ def build(
     ----------
     fit : xarray.DataTree or path, optional
         A fit from :func:`hierbench.bayes.fit` (or the path of one saved with
-        :func:`hierbench.io.save_fit`). A fit of :func:`hierbench.bayes.build_horizon`,
-        or a log with a ``human_minutes`` task coord, adds a section "Time horizons" after
-        the abilities: :func:`hierbench.metrics.time_horizon` (from a horizon fit only)
-        beside :func:`hierbench.freq.time_horizon` at 50% and 80% success.
+        :func:`hierbench.io.save_fit`). A horizon fit or a log with a ``human_minutes`` task
+        coord adds "Time horizons": :func:`hierbench.metrics.time_horizon` (horizon fits) beside
+        :func:`hierbench.freq.time_horizon`, at 50% and 80% success.
     data : xarray.Dataset or path, optional
         The eval dataset (or the path of a log or a saved ``.nc`` dataset); needed for the data
         summary and the frequentist half.
@@ -152,10 +152,9 @@ def build(
         (:func:`hierbench.freq.compare_agents`), ``"variance"``
         (:func:`hierbench.freq.variance_components`; the section names its design), ``"horizon"``
         (:func:`hierbench.freq.time_horizon`) and ``"person_fit"`` (:func:`hierbench.freq.person_fit`).
-        Refused: another key, a value that is not what its function returns, a result whose
-        fingerprint of the log's score cells (``hierbench_counts_hash``, which those functions
-        stamp) is not ``data``'s (another log, a subset of its agents or tasks; none), and one
-        whose intervals are not at ``prob``. The checklist says which results were given.
+        Refused: another key, a value that is not what its function returns, a result of another
+        log or of part of it (its ``hierbench_counts_hash``), one whose intervals are not at
+        ``prob``. The checklist says which results were given.
     truth : DataArray, Series or dict, optional
         Known value of each agent's expected score on a new task (a simulation's truth): drawn
         as crosses and compared in the tables.
@@ -167,14 +166,12 @@ def build(
     n_resamples : int
         Bootstrap resamples and permutations of the frequentist half (at least 1).
     bootstrap_method : {"bca", "percentile"}
-        The agents' bootstrap interval (:func:`hierbench.freq.bootstrap_ci`'s ``method``): BCa
-        (default), or the percentile interval, which is defined where BCa is not (every resample
-        on one side of the estimate, e.g. an agent that solved no task).
+        The agents' bootstrap interval (:func:`hierbench.freq.bootstrap_ci`'s ``method``): BCa, or the
+        percentile one, defined where BCa is not (e.g. an agent that solved no task).
     rng : int or None
-        Seed of every random part of the report (stated in the checklist): the bootstrap
-        resamples, the Monte Carlo sign-flip and max-T p-values, the person-fit null
-        simulation, the time-horizon bootstrap and the realised pass^k draws. ``None``: fresh
-        entropy, not reproducible. A Generator is refused: the checklist could not state it.
+        Seed of every random part (stated in the checklist): bootstrap resamples, Monte Carlo
+        sign-flip and max-T p-values, person-fit null, time-horizon bootstrap, realised pass^k
+        draws. ``None``: fresh entropy. A Generator is refused: the checklist could not state it.
     overwrite : bool
         Replace an existing report (default: refuse, before any section is computed).
     progress : bool, optional
@@ -182,10 +179,13 @@ def build(
     appendix : sequence of (heading, text)
         Extra sections of preformatted text after the checklist (the demo's walk-through).
     subset : AssistedResult or sequence of them, optional
-        From :func:`hierbench.design.assisted_mean` or ``assisted_adaptive`` on ``data``: a
-        section "Subset estimates" (design-based estimate and interval, the model-based score,
-        misfit test and flag per agent). Refused when its agents, drawn tasks or outcomes are
-        not ``data``'s.
+        From :func:`hierbench.design.assisted_mean` or ``assisted_adaptive`` on ``data``: "Subset
+        estimates" (design-based estimate and interval, model-based score, misfit test and flag per
+        agent). Refused when its agents, drawn tasks or outcomes are not ``data``'s.
+    sections : sequence of str, optional
+        Only these sections, in the report's order (ids: ``SECTIONS``, and ``"horizons"``,
+        ``"effects"``, ``"battle-freq"``, ``"subset-estimates"`` where the report has them); the
+        report says under its title which it left out. Refused: an id it does not have.
 
     Returns
     -------
@@ -206,13 +206,13 @@ def build(
     """
     paths, _ = build_all(fit, data, paths=[path], format=format, overwrite=overwrite, progress=progress,
                           title=title, appendix=appendix, subset=subset, prob=prob, bootstrap_method=bootstrap_method,
-                          rng=rng, n_resamples=n_resamples, truth=truth, freq=freq)  # fmt: skip
+                          sections=sections, rng=rng, n_resamples=n_resamples, truth=truth, freq=freq)  # fmt: skip
     return paths[0]
 
 
 def build_all(fit, data, *, paths: Sequence, format=None, overwrite=False, progress=None, title=None,
                appendix=(), subset=None, prob=DEFAULT_PROB, bootstrap_method=BOOTSTRAP_METHOD, truth=None,
-               **kw) -> tuple[list[Path], Report]:  # fmt: skip
+               sections=None, **kw) -> tuple[list[Path], Report]:  # fmt: skip
     """:func:`build` computed once and written to each of ``paths`` (the demo's HTML and Markdown twin).
 
     ``kw``: the rest of :func:`build`'s keywords (``freq``, ``rng``, ``n_resamples``). Returns the
@@ -226,11 +226,14 @@ def build_all(fit, data, *, paths: Sequence, format=None, overwrite=False, progr
     order = with_horizons(SECTIONS if not subset else _with_subset(), fit, data)
     order = with_battle_freq(order, battles, kw["freq"])  # the battles' ML fit beside the Bayesian abilities
     order = with_effects(order, fit)  # a formula fit's effects, both halves
+    order, left = chosen(order, sections)  # before any section is computed
     out = []
     with Progress(len(order) + len(paths), "report", enabled=progress, unit="section") as bar:
         ctx = _Context(fit=fit, data=data, battles=battles, prob=prob, bootstrap_method=bootstrap_method,
                        truth=_as_series(truth), subset=subset, say=bar.stage, **kw)  # fmt: skip
         rep = _assemble(ctx, bar, title, appendix, order)
+        if left:
+            rep.lead = " ".join(filter(None, [rep.lead, _partial_note(sections, left)]))
         for p in paths:
             bar.stage("writing")
             out.append(rep.write(p, format=format, overwrite=overwrite))
@@ -280,6 +283,41 @@ def _subset_results(subset, data: xr.Dataset | None) -> list:
     for i, r in enumerate(items):
         check_result_data(r, data, name="`subset`" if len(items) == 1 else f"`subset[{i}]`")
     return items
+
+
+#: the sections a report has only for some inputs, and which
+_ONLY_FOR = {"horizons": "a horizon fit or a log with a human_minutes task coord",
+             "effects": "a formula fit (hierbench.bayes.build_mixed)",
+             BATTLE_FREQ: "a battle log with freq not None",
+             "subset-estimates": "subset= results"}  # fmt: skip
+
+
+def chosen(order: tuple[str, ...], sections: Sequence[str] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``order`` cut to ``sections`` (None: all of it) and the ids left out.
+
+    Refused: a string (not a sequence of ids), an empty or repeated list, an unknown id, and an id
+    this report does not have (said with the inputs it needs).
+    """
+    if sections is None:
+        return order, ()
+    if isinstance(sections, str) or not isinstance(sections, Sequence):
+        raise TypeError(f"`sections` must be a list of section ids, e.g. ['pairwise']; got {sections!r}")
+    asked = [str(s) for s in sections]
+    if not asked or len(set(asked)) < len(asked):
+        raise ValueError(f"`sections` must name each section once, at least one (None: every section); got {asked}")
+    if unknown := [s for s in asked if s not in _TITLES]:
+        raise ValueError(f"`sections`: no section {unknown}; the ids are {list(_TITLES)}")
+    if absent := [s for s in asked if s not in order]:
+        why = "; ".join(f"{s!r} needs {_ONLY_FOR[s]}" for s in absent if s in _ONLY_FOR)
+        raise ValueError(f"`sections`: this report has no {absent}" + (f" ({why})" if why else "")
+                         + f"; its sections: {list(order)}")  # fmt: skip
+    return tuple(s for s in order if s in asked), tuple(s for s in order if s not in asked)
+
+
+def _partial_note(sections: Sequence[str], left: tuple[str, ...]) -> str:
+    """The sentence under the title of a report cut to some of its sections."""
+    return (f"A partial report: only the sections asked for (sections={list(sections)}); left out: "
+            + ", ".join(_TITLES[s] for s in left) + ".")
 
 
 def _with_subset() -> tuple[str, ...]:
