@@ -134,10 +134,18 @@ def test_all_solved_or_none_gives_the_exact_bound():
 
 
 def test_equal_cluster_means_with_different_tasks_are_named():
-    y = np.array([1.0, 0.0, 0.0, 1.0])[None, :, None]  # each cluster's mean is 1/2: no spread between clusters
-    with pytest.warns(ZeroWidthIntervalWarning, match="every cluster has the same mean"):
+    """Each cluster's mean is 1/2: no spread between clusters, so the bound over the 2 clusters (audit s75 A, 3).
+
+    By hand: for 2 values summing to 1 only m = 2 exceeds s, E[(2 - B)_+] = 2 (1 - p), which is
+    0.025 at p = 0.9875 (the t interval was [0.5, 0.5]).
+    """
+    y = np.array([1.0, 0.0, 0.0, 1.0])[None, :, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ZeroWidthIntervalWarning)
         res = success_rate(_log(y, np.array([0, 0, 1, 1])))
-    assert res.ci_flag.values.tolist() == ["zero width"]
+    assert res.ci_flag.values.tolist() == ["bound: every cluster has the same mean (no spread to measure)"]
+    assert res.ci_kind.values.tolist() == ["bounded-mean"]
+    np.testing.assert_allclose(res.ci.values, [[0.0125, 0.9875]], atol=1e-9)
 
 
 def test_one_cluster_gives_no_interval_and_says_why():

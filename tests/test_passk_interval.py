@@ -75,13 +75,15 @@ def test_cluster_path_interval_is_the_logit_t_of_statsmodels_cluster_se():
 
 def test_both_paths_share_the_ladder_rungs():
     # the same rungs with and without clusters: all-zero -> exact bound, one task -> too few tasks,
-    # equal values inside (0, 1) -> zero width; clusters add "too few clusters"
+    # equal values inside (0, 1) -> the bound (audit A s75, finding 3: it was a zero-width t
+    # interval); clusters add "too few clusters"
     codes = np.repeat(np.arange(4), 3)
     succ = np.array([np.zeros(12), np.full(12, 4.0), np.full(12, 8.0)])
+    flat = "bound: every task has the same value (no spread to measure)"
     for cl in ("auto", None):
         res = pass_hat_k(_counts(succ, 8, codes), 1, cluster=cl)
-        assert res.ci_flag.values.tolist() == ["exact bound", "zero width", "exact bound"], cl
-        assert res.ci_kind.values.tolist() == ["bounded-mean", "t", "bounded-mean"], cl
+        assert res.ci_flag.values.tolist() == ["exact bound", flat, "exact bound"], cl
+        assert res.ci_kind.values.tolist() == ["bounded-mean"] * 3, cl
     one = _counts(np.array([[3.0, 0.0, 0.0]]), np.array([8.0, 0.0, 0.0]), [0, 0, 1])
     assert pass_hat_k(one, 1).ci_flag.item() == "too few tasks"
     two = _counts(np.array([[3.0, 5.0, 0.0]]), np.array([8.0, 8.0, 0.0]), [0, 0, 1])

@@ -59,12 +59,54 @@ CI_BOUNDS = ("lower", "upper")
 _BOUND_INSTEAD = "hierbench.freq.pass_hat_k(data, 1) gives a bound that holds"
 FEW_CARRY_ADVICE = f"a resampling interval covers less than its level there; {_BOUND_INSTEAD}"
 
-#: the same, where every task scored one value (a bootstrap ``ci_flag`` "every task scored 0"):
-#: no resample can differ from the data, so the interval has no width at all
+#: the same, where every task scored one value (a bootstrap ``ci_flag`` "every task scored 0", or
+#: "every task scored 0.5", which names the value): no resample can differ from the data, so the interval
+#: has no width at all. The bound it points to is never of zero width there: pass_hat_k(data, 1) gives the
+#: distribution-free bound at 0 and 1 ("exact bound") and at one value strictly between (1 of 2 runs
+#: passing on every task: "bound: every task has the same value ..."), not a zero-width t interval
 ZERO_WIDTH_ADVICE = (
     "no resample can differ from the data, so a resampling interval has no width (BCa: none at all); "
     f"{_BOUND_INSTEAD}"
 )
+
+#: the distinct values :func:`flat_cause` names before "and N more"
+_FLAT_NAMED = 5
+
+
+def flat_cause(values: Any = None) -> str:
+    """Why every resample of some statistics equals the estimate, naming the one value each has on every task.
+
+    ``values``: those statistics' values (None: not known). All 0 or 1: ``"an agent at 0, or 1,
+    on every task"``; otherwise the values are named, for the cause is then not an agent at 0
+    or 1 but one score strictly between on every task (or cluster), such as 1 of 2 runs passing
+    on each (audit s75 A, finding 3: the warning blamed an agent at 0, or 1, where every task
+    scored 0.5). The words of ``warn_bca_undefined`` (``hierbench.freq``'s kernels).
+
+    Examples
+    --------
+    >>> flat_cause([0.0, 1.0])
+    'an agent at 0, or 1, on every task'
+    >>> flat_cause([0.5, 0.25, 0.5])
+    'every task, or cluster, has one value strictly between 0 and 1 (0.25, 0.5), as with 1 of 2 runs passing on each task'
+    """
+    at01 = "an agent at 0, or 1, on every task"
+    if values is None:
+        return "every task, or cluster, has one value (" + at01 + ", say)"
+    v = np.asarray(values, dtype=float).ravel()
+    mid = v[(v != 0.0) & (v != 1.0)]
+    if mid.size == 0:
+        return at01
+    distinct = np.unique(mid)
+    shown = ", ".join(f"{x:g}" for x in distinct[:_FLAT_NAMED])
+    shown += f" and {distinct.size - _FLAT_NAMED} more values" if distinct.size > _FLAT_NAMED else ""
+    inside = bool(((mid > 0) & (mid < 1)).all())  # a difference of two agents' scores can be below 0
+    where = "strictly between 0 and 1" if inside else "other than 0 or 1"
+    like = ", as with 1 of 2 runs passing on each task" if inside else ""
+    n01 = v.size - mid.size
+    if not n01:
+        return f"every task, or cluster, has one value {where} ({shown}){like}"
+    return (f"every task, or cluster, has one value: 0 or 1 for {n01} of them ({at01}), and {where} "
+            f"for {mid.size} ({shown}){like}")
 
 
 #: in place of ``_BOUND_INSTEAD`` where the scores are not all 0 or 1: pass_hat_k refuses them

@@ -36,6 +36,18 @@ def _annotations(ds: xr.Dataset) -> list[str]:
     return [n for n in names if n in ds]
 
 
+#: what ``mean_score`` and ``micro_mean_score`` average (their ``description`` attr, shown in their repr): "micro"
+#: is per run here, but per task in success_rate's ``micro`` (audit s75 A, finding 6b)
+_MEAN_SCORE = (
+    "mean over the scored tasks of each task's mean score, every task weighing the same "
+    "(hierbench.freq.success_rate's `micro`)"
+)
+_MICRO_MEAN_SCORE = (
+    "mean over all scored runs, every run weighing the same (tasks with more runs weigh more); not "
+    "hierbench.freq.success_rate's `micro`, which is per task (this summary's `mean_score`)"
+)
+
+
 def summarize(ds: xr.Dataset) -> xr.Dataset:
     """Per-agent summary of an eval dataset.
 
@@ -66,8 +78,12 @@ def summarize(ds: xr.Dataset) -> xr.Dataset:
         ``mean_score``
             mean over the scored tasks (``n_tasks_scored``) of the per-task
             mean score (each task weighs the same, however many runs it had);
+            the same quantity as :func:`hierbench.freq.success_rate`'s ``micro``;
         ``micro_mean_score``
-            mean over all scored runs (tasks with more runs weigh more);
+            mean over all scored runs, each run weighing the same (tasks with
+            more runs weigh more): "micro" here means per run, whereas
+            :func:`hierbench.freq.success_rate`'s ``micro`` is per task ("micro"
+            over tags: every task counts once), this function's ``mean_score``;
         ``n_<annotation>``
             runs carrying each per-run annotation listed in
             ``attrs["annotations"]`` (e.g. METR's ``usage_limit``).
@@ -104,8 +120,10 @@ def summarize(ds: xr.Dataset) -> xr.Dataset:
     n_err = ds["error"].sum(("task", "run")).astype(np.int64) if "error" in ds else 0 * out["n_runs"]
     out["n_error"] = n_err
     out["error_rate"] = (n_err / out["n_runs"].where(out["n_runs"] > 0)).astype(float)
-    out["mean_score"] = cell_mean.mean("task", skipna=True)
-    out["micro_mean_score"] = score.sum(("task", "run"), skipna=True) / n_scored.where(n_scored > 0)
+    out["mean_score"] = cell_mean.mean("task", skipna=True).assign_attrs(description=_MEAN_SCORE)
+    out["micro_mean_score"] = (score.sum(("task", "run"), skipna=True) / n_scored.where(n_scored > 0)).assign_attrs(
+        description=_MICRO_MEAN_SCORE
+    )
     for name in _annotations(ds):
         out[f"n_{name}"] = ds[name].sum(("task", "run")).astype(np.int64)
     empty = out.agent.values[(n_scored == 0).values]

@@ -29,6 +29,7 @@ from .._base import ZERO_WIDTH_ADVICE
 from .._base import SmallSampleWarning
 from .._base import as_rng
 from .._base import warn_user
+from .._base._intervals import flat_cause
 from .._docs import fill_doc
 
 __all__ = ["cr2_mean_se", "exact_zero_spread", "normal_z", "ratio", "task_weights", "weight_blocks"]
@@ -332,18 +333,41 @@ def _column_quantiles(dist: np.ndarray, q: np.ndarray) -> np.ndarray:
     return out if q.ndim == 2 else out[:, 0]
 
 
+class BcaCounts:
+    """``_bca_parts``' count of the statistics with no BCa interval, and the one value of each flat one.
+
+    ``counts``: ``[undefined, flat, one_unit]`` (``_bca_parts``); ``flat_values``: the
+    estimates of the flat statistics that are not one-unit ones (every task, or cluster, has
+    that one value), which :func:`warn_bca_undefined` names. Added up block by block with
+    ``+`` (``0 + counts`` too), as a caller that takes the columns in blocks sums them.
+    """
+
+    __slots__ = ("counts", "flat_values")
+
+    def __init__(self, counts, flat_values=()) -> None:
+        self.counts = np.asarray(counts, dtype=int)
+        self.flat_values = np.asarray(flat_values, dtype=float).ravel()
+
+    def __add__(self, other):
+        if isinstance(other, BcaCounts):
+            return BcaCounts(self.counts + other.counts, np.concatenate([self.flat_values, other.flat_values]))
+        return BcaCounts(self.counts + np.asarray(other, dtype=int), self.flat_values)
+
+    __radd__ = __add__
+
+
 def _bca_parts(
     theta: np.ndarray, dist: np.ndarray, jack: np.ndarray, alpha: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, BcaCounts]:
     """:func:`_bca` without its warning: limits, z0, a and how many statistics have no BCa interval.
 
-    The count is an array ``[undefined, flat, one_unit]``: the statistics with no BCa interval;
-    of them those whose every resample equals the estimate, where the percentile interval has no
+    The count (:class:`BcaCounts`) is ``[undefined, flat, one_unit]``: the statistics with no BCa
+    interval; of them those whose every resample equals the estimate, where the percentile interval has no
     width either; and of those the ones whose data lie in one resampled unit (leaving that task or
     cluster out leaves the statistic undefined: an agent whose tasks all sit in one cluster), where
-    the cause is not one value on every task. Every output is a function of its own column, so a
-    caller that takes the columns in blocks adds the counts up and warns once
-    (:func:`warn_bca_undefined`).
+    the cause is not one value on every task; with the values of the flat ones that are not. Every
+    output is a function of its own column, so a caller that takes the columns in blocks adds the
+    counts up and warns once (:func:`warn_bca_undefined`).
     """
     defined = np.isfinite(dist)
     m = defined.sum(0)
@@ -364,7 +388,8 @@ def _bca_parts(
     # left out, one unit leaves the statistic undefined: all its data are in that unit, so a resample that
     # draws it repeats the estimate whatever the scores (SWE-bench's o3 at 0.68 on django's tasks alone)
     one = flat & ~np.isfinite(jack).all(0)
-    return _column_quantiles(dist, q), z0, acc, np.array([int(bad.sum()), int(flat.sum()), int(one.sum())])
+    counts = BcaCounts([int(bad.sum()), int(flat.sum()), int(one.sum())], theta[flat & ~one])
+    return _column_quantiles(dist, q), z0, acc, counts
 
 
 #: why a statistic whose data sit in one resampled unit has no resampling interval (the
@@ -386,16 +411,19 @@ ONE_UNIT_ADVICE = (
 def warn_bca_undefined(n_bad, n: int) -> None:
     """Warn that some of ``n`` statistics have no BCa interval (nothing when none).
 
-    ``n_bad``: :func:`_bca_parts`' count ``[undefined, flat, one_unit]`` (a bare number: none
-    flat). The advice differs by cause: where the resamples spread to one side of the estimate the
-    percentile interval is defined and holds; where every resample equals the estimate because
-    every task (cluster) has one mean (an agent at 0, or 1, on every task) it is ``[x, x]``, and the
-    bound of ``pass_hat_k(data, 1)`` (the report's table flag: ``ZERO_WIDTH_ADVICE``) is the one to
-    use; where it is because the statistic's tasks all sit in one resampled unit (one cluster),
-    the task bootstrap without the clusters gives an interval over those tasks (pass_hat_k's over
-    the one cluster is NaN unless few tasks carry the mean).
+    ``n_bad``: :func:`_bca_parts`' count (:class:`BcaCounts`), or a bare ``[undefined, flat,
+    one_unit]`` (a bare number: none flat; the flat values then unknown). The advice differs by
+    cause: where the resamples spread to one side of the estimate the percentile interval is
+    defined and holds; where every resample equals the estimate because every task (cluster) has
+    one mean it is ``[x, x]``, and the bound of ``pass_hat_k(data, 1)`` (the report's table flag:
+    ``ZERO_WIDTH_ADVICE``) is the one to use: at 0 or 1 and at any one value between, which the
+    warning names (``flat_cause``; it blamed an agent at 0, or 1, where every task scored 0.5);
+    where it is because the statistic's tasks all sit in one resampled unit (one cluster), the
+    task bootstrap without the clusters gives an interval over those tasks (pass_hat_k's over the
+    one cluster is NaN unless few tasks carry the mean).
     """
-    counts = np.atleast_1d(np.asarray(n_bad, dtype=int))
+    values = n_bad.flat_values if isinstance(n_bad, BcaCounts) else None
+    counts = np.atleast_1d(n_bad.counts if isinstance(n_bad, BcaCounts) else np.asarray(n_bad, dtype=int))
     bad, flat = int(counts[0]), int(counts[1]) if counts.size > 1 else 0
     one = int(counts[2]) if counts.size > 2 else 0
     if not bad:
@@ -410,7 +438,7 @@ def warn_bca_undefined(n_bad, n: int) -> None:
         )
     if flat > one:
         said.append(
-            f"{flat - one} of them: every resample equals the estimate (an agent at 0, or 1, on every task): "
+            f"{flat - one} of them: every resample equals the estimate ({flat_cause(values)}): "
             f"{ZERO_WIDTH_ADVICE} (the percentile interval there is [x, x], which does not hold)"
         )
     if one:

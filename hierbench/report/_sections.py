@@ -936,7 +936,8 @@ def pass1_bounds(data: xr.Dataset | None, prob: float) -> pd.Series:
     Text ``"[lo, hi] at 95% over n tasks"`` per agent (labels as text; ``"... over n
     tasks in g clusters"`` where the tasks have clusters, over which the bound is taken)
     where that interval is the distribution-free bound (its ``ci_flag`` names a
-    bound: every task scored 0 or 1, or few tasks carry the mean), ``""`` for the
+    bound: every task scored 0 or 1, every task has the same value, or few tasks carry the
+    mean), ``""`` for the
     other agents; empty without data or an ``agent`` dim, or for scores
     that are not 0/1 (pass^k is defined for binary outcomes only).
     """

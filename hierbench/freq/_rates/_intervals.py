@@ -578,6 +578,13 @@ def _warn_thin_strata(thin: dict, n_rows: int) -> None:
     )
 
 
+#: the repr's last line: what ``micro`` averages, for "micro" means per run in summarize's ``micro_mean_score``
+_MICRO_WORDS = (
+    "(`micro` and the estimate: every task counts once, micro over tags against `macro`; not "
+    "hierbench.data.summarize's `micro_mean_score`, which counts every run once)"
+)
+
+
 @dataclass(frozen=True, repr=False)
 class SuccessRateResult(Result):
     """Success rates of each agent.
@@ -587,7 +594,10 @@ class SuccessRateResult(Result):
     estimate : xarray.DataArray
         The same as ``micro`` (the house name of the point estimate).
     micro : xarray.DataArray
-        Mean over tasks of each task's mean score (every task counts once).
+        Mean over tasks of each task's mean score (every task counts once): "micro" over tags,
+        against ``macro``, so per task, not per run; it is ``hierbench.data.summarize``'s
+        ``mean_score``, not its ``micro_mean_score`` (the mean over runs, where tasks with more
+        runs weigh more).
     macro : xarray.DataArray
         Mean over tags of the per-tag micro rates (every tag counts once);
         NaN without tags.
@@ -598,8 +608,9 @@ class SuccessRateResult(Result):
         package's one rule for a mean of values in [0, 1], taken on the per-task mean scores:
         for a new draw of tasks (task clusters) from the same population, Student t on the
         logit scale, ``expit(logit(m) +- t_df * standard_error / (m (1 - m)))`` (always inside
-        [0, 1]), and in the cells ``ci_flag`` names a bound (every task scored 0 or 1, or few
-        tasks carry the mean) the distribution-free bound that holds there. ``ci_kind``
+        [0, 1]), and in the cells ``ci_flag`` names a bound (every task scored 0 or 1, every
+        task, or cluster, has the same mean score, or few tasks carry the mean) the
+        distribution-free bound that holds there. ``ci_kind``
         ``"t"``, ``"bounded-mean"`` or ``"mixed"``; ``ci_detail`` names the standard error,
         the df and the clusters. For 0/1 scores it equals ``pass_hat_k(data, 1).ci``.
     standard_error : xarray.DataArray
@@ -618,10 +629,11 @@ class SuccessRateResult(Result):
     ci_flag : xarray.DataArray or None
         Per agent, ``""`` or the flag of ``pass_hat_k``'s ladder (``PassKResult.ci_flag``):
         ``"exact bound"`` (every task scored 0, or every one 1), ``"bound: few tasks carry
-        the mean"`` / ``"bound: few tasks carry the failures (1 - mean)"`` (the interval is
-        the bound), ``"zero width"`` (every task, or every cluster, has one mean strictly
-        inside (0, 1): no spread measured, warned with a ``ZeroWidthIntervalWarning``),
-        ``"the clusters carry the mean evenly (n_eff of the cluster sums >= 0.75 G): the t
+        the mean"`` / ``"bound: few tasks carry the failures (1 - mean)"`` / ``"bound: every
+        task has the same value (no spread to measure)"`` / ``"bound: every cluster has the same
+        mean (no spread to measure)"`` (the interval is the bound: in the last two, every task, or
+        every cluster, has one mean strictly inside (0, 1), where the t interval would have zero
+        width), ``"the clusters carry the mean evenly (n_eff of the cluster sums >= 0.75 G): the t
         interval is kept, ..."`` (``EVEN_CLUSTERS_FLAG``), ``"too few clusters"`` / ``"too few
         tasks"`` (fewer than 2: no interval, NaN).
     ci_kind : xarray.DataArray or None
@@ -662,20 +674,12 @@ class SuccessRateResult(Result):
         unit = over.split("(the ")[1].split(" as the sampling unit")[0] if "(the " in over else "tasks"
         return [f"{type(self).__name__}: success rate, mean over tasks of each task's mean score, "
                 f"{interval_label(self.ci)} interval for {over.split(' (')[0]} (the {unit} as the unit)",
-                *self._cell_lines(), *self._elided_flags(self.ci_flag)]
+                *self._cell_lines(), *self._elided_flags(self.ci_flag), f"  {_MICRO_WORDS}"]
 
     def _cell_notes(self) -> xr.DataArray | None:
         """Each flagged agent's ``ci_flag``, after its line in the repr."""
         flag = self.ci_flag
         return flag if flag is not None and flag.ndim == 1 else None
-
-
-def _zero_width_why(cell: xr.DataArray, flag: xr.DataArray, task_dim: str) -> xr.DataArray:
-    """Per cell flagged ``"zero width"``: why (every task scored one value, or every cluster has the same mean)."""
-    lo, hi = cell.min(task_dim), cell.max(task_dim)
-    one = xr.where(lo == hi, "every task scored " + lo.astype(str), "every cluster has the same mean")
-    text = one + ", no spread to measure"
-    return xr.where(flag == "zero width", text, "").transpose(*flag.dims)
 
 
 def _rate_interval(
@@ -707,9 +711,10 @@ def _rate_interval(
     kind = kinds[0] if len(kinds) == 1 else "mixed"
     detail = (f"success_rate, pass_hat_k(data, 1)'s rule on the per-task mean scores: {how.format(df_text)}, "
               "expit(logit(m) +- t * se / (m (1 - m))); in the cells whose `ci_flag` names a bound (every task "
-              "scored 0 or 1, or few tasks carry the mean) the distribution-free bound of the mean of values in "
-              "[0, 1] instead" + ("" if codes is None else ", taken over the clusters"))
-    ci = make_interval(lo, hi, prob=prob, kind=kind, detail=detail, zero_width_why=_zero_width_why(cell, flag, task_dim))
+              "scored 0 or 1, every task or cluster has the same mean score, or few tasks carry the mean) the "
+              "distribution-free bound of the mean of values in [0, 1] instead"
+              + ("" if codes is None else ", taken over the clusters"))
+    ci = make_interval(lo, hi, prob=prob, kind=kind, detail=detail)
     return se.rename("standard_error"), df.rename("df"), ci, flag.astype(object).rename("ci_flag"), unit, kind_of
 
 
@@ -727,7 +732,9 @@ def success_rate(
 ) -> SuccessRateResult:
     """Success rate per agent: micro and macro over tags, error rate beside it.
 
-    Runs are averaged within a task first. Scores may be partial credit
+    Runs are averaged within a task first: ``micro`` (the estimate) is the mean over tasks of
+    each task's mean score, every task counting once (``hierbench.data.summarize``'s
+    ``micro_mean_score`` is instead the mean over runs). Scores may be partial credit
     (fraction of checks passed); ``strict=True`` counts a run as a success
     only when its score is 1 (all checks passed).
 
@@ -741,8 +748,9 @@ def success_rate(
     bound replaces it (``ci_flag`` says so: METR's gpt-3.5-turbo-instruct, 3 tasks
     succeeding of 83, had a plain t interval reaching below 0). ``ci_detail`` names the SE
     and df; ``df`` holds them per agent. An agent whose every task (or cluster) has one
-    mean strictly inside (0, 1) has a zero-width interval that measures nothing: warned
-    (``ZeroWidthIntervalWarning``) and flagged.
+    mean strictly inside (0, 1) (1 of 2 runs passing on every task, say) has no spread to
+    measure, where the t interval would have zero width: the bound replaces it there too,
+    and ``ci_flag`` says so.
 
     Parameters
     ----------

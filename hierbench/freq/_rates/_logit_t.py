@@ -35,8 +35,15 @@ EVEN_CLUSTERS_FLAG = (
     "interval is kept, and such 95% intervals covered about 0.90 in the package's calibration"
 )
 
+#: ``ci_flag`` of a cell whose every task has the same value strictly inside (0, 1) (1 of 2 runs passing on
+#: every task, say): the standard error is 0, so the t interval would have zero width; the bound replaces it
+SAME_VALUE_FLAG = "bound: every task has the same value (no spread to measure)"
+
+#: the same where the tasks differ but every cluster has the same mean (clusters as the unit: CR2 SE 0)
+SAME_CLUSTER_MEAN_FLAG = "bound: every cluster has the same mean (no spread to measure)"
+
 #: the ``ci_flag`` values of the cells whose interval is the bound (``ci_kind = "bounded-mean"``)
-BOUND_FLAGS = ("exact bound", FEW_CARRY_FLAG, FEW_FAIL_FLAG)
+BOUND_FLAGS = ("exact bound", FEW_CARRY_FLAG, FEW_FAIL_FLAG, SAME_VALUE_FLAG, SAME_CLUSTER_MEAN_FLAG)
 
 #: the ``ci_flag`` values of the cells with no interval (NaN): fewer than 2 tasks, or 2 clusters, to measure spread
 FEW_UNITS_FLAGS = ("too few tasks", "too few clusters")
@@ -82,26 +89,34 @@ def flag_ladder(
     few_tasks: np.ndarray,
     n_clusters: np.ndarray | None = None,
     even_clust: np.ndarray | None = None,
+    same_tasks: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(ci_flag, bound)`` per cell: the flag and whether the distribution-free bound replaces the t interval.
 
     From the lowest rung to the highest (a later rung overrides): ``EVEN_CLUSTERS_FLAG``
-    (``even_clust`` and the t interval kept), ``"zero width"`` (``se`` 0 with at least 2
-    units), ``"too few clusters"`` (fewer than 2; clusters only), ``"too few tasks"`` (fewer than 2),
-    ``FEW_CARRY_FLAG`` or ``FEW_FAIL_FLAG`` (``few_tasks``: the bound), ``"exact bound"``
-    (mean 0 or 1: every per-task value 0 or 1, the bound). ``n_clusters`` None: tasks are
-    the unit. ``few_tasks`` is :func:`hierbench._numerics.few_carry_side` per cell: 1 where
-    few tasks carry the mean, -1 where few carry the failures, 0 where neither.
+    (``even_clust`` and the t interval kept), ``SAME_VALUE_FLAG`` or ``SAME_CLUSTER_MEAN_FLAG``
+    (``se`` 0 with at least 2 units and a mean strictly inside (0, 1): the t interval would have
+    zero width, so the bound), ``"too few clusters"`` (fewer than 2; clusters only), ``"too few
+    tasks"`` (fewer than 2), ``FEW_CARRY_FLAG`` or ``FEW_FAIL_FLAG`` (``few_tasks``: the bound),
+    ``"exact bound"`` (mean 0 or 1: every per-task value 0 or 1, the bound). ``n_clusters``
+    None: tasks are the unit. ``few_tasks`` is :func:`hierbench._numerics.few_carry_side` per
+    cell: 1 where few tasks carry the mean, -1 where few carry the failures, 0 where neither.
+    ``se`` must be exactly 0 where the units have no spread (the rounding residue of a sum set to
+    0: ``hierbench.freq._kernels.exact_zero_spread``). ``same_tasks`` (clusters only): the cells
+    whose every task has one value, flagged ``SAME_VALUE_FLAG`` rather than the clusters' flag.
     """
     n_tasks = np.asarray(n_tasks)
     units = n_tasks if n_clusters is None else np.asarray(n_clusters)
     all01 = ((mean == 0) | (mean == 1)) & (units > 0)
     side = np.asarray(few_tasks)
-    bound = all01 | (side != 0)
+    flat = (np.asarray(se) == 0) & (units > 1) & ~all01  # the t interval would be [m, m]
+    bound = all01 | (side != 0) | flat
     flag = np.full(np.shape(mean), "", dtype=object)
     if even_clust is not None:
         flag[np.asarray(even_clust, dtype=bool) & ~bound] = EVEN_CLUSTERS_FLAG
-    flag[(se == 0) & (units > 1) & ~all01] = "zero width"
+    same = np.ones(np.shape(mean), bool) if same_tasks is None else np.asarray(same_tasks, dtype=bool)
+    flag[flat & same] = SAME_VALUE_FLAG
+    flag[flat & ~same] = SAME_CLUSTER_MEAN_FLAG
     if n_clusters is not None:
         flag[units < 2] = "too few clusters"
     flag[n_tasks < 2] = "too few tasks"

@@ -130,7 +130,7 @@ class PassKResult(Result):
         (measured coverage at 95%: 0.95-0.96 with 8-50 tasks and symmetric
         per-task values, 0.97 for a pass^4 of 0.005 over 20 tasks, where the
         plain t interval gave 0.73 and went below 0), except in the cells
-        ``ci_flag`` names, where a bound that holds whatever the per-task
+        ``ci_flag`` names a bound, where a bound that holds whatever the per-task
         values' law replaces it. Trailing dim
         ``ci_bound``, attrs ``ci_prob``, ``ci_kind`` (``"t"``, ``"bounded-mean"``
         where every cell carries the bound, ``"mixed"`` where both occur: the
@@ -158,9 +158,14 @@ class PassKResult(Result):
         near 1, a few tasks failing); the t interval undercovers there, so the interval is the
         distribution-free bound of
         ``hierbench._numerics.bounded_mean_bounds``, of which
-        the exact bound is the all-zero case); ``"zero width"`` (every
-        per-task estimate equal strictly inside (0, 1): no uncertainty
-        measured), ``"too few tasks"`` (fewer than 2: NaN); ``""`` otherwise.
+        the exact bound is the all-zero case); ``"bound: every task has the
+        same value (no spread to measure)"`` (every per-task estimate equal
+        strictly inside (0, 1), 1 of 2 runs passing on every task say: the
+        standard error is 0 and the t interval would have zero width, so the
+        same bound replaces it; with clusters also ``"bound: every cluster has
+        the same mean (no spread to measure)"``, where the tasks differ but the
+        clusters' means do not), ``"too few tasks"`` (fewer than 2: NaN); ``""``
+        otherwise.
     per_task : xarray.DataArray
         The unbiased (or plug-in) estimate per (agent, task[, k]); NaN where
         the task was not run or had fewer than ``k`` runs.
@@ -309,8 +314,13 @@ def mean_interval(
     fewer than 2 units leave no interval.
     """
     if codes is None:  # tasks as the unit
+        from .._kernels import ZERO_SPREAD
+
         with np.errstate(invalid="ignore", divide="ignore"):
             se = per_task.std(task_dim, ddof=1, skipna=True) / np.sqrt(n_tasks.where(n_tasks > 1))
+        # equal values leave a rounding residue in their SD (2e-17 for twelve 0.1s): an exact 0, as the
+        # cluster path's CR2 SE has it (``exact_zero_spread``), so such a cell gets the bound (``flag_ladder``)
+        se = xr.where(se <= ZERO_SPREAD * abs(per_task).max(task_dim, skipna=True), 0.0, se)
         lo, hi, flag = _interval(per_task, mean, se, n_tasks, prob, task_dim)
         return se, lo, hi, flag, (n_tasks - 1.0).where(n_tasks > 1)
     return cluster_interval(per_task, mean, codes, prob, task_dim)
@@ -340,18 +350,19 @@ def _ci(lo: xr.DataArray, hi: xr.DataArray, flag: xr.DataArray, prob: float, nam
         "t": "Student t on the logit scale (delta method, n_tasks - 1 df) over the per-task estimates, "
         "tasks as the unit (its target: a new draw of tasks from the same population)",
         "bounded-mean": "distribution-free bound for the mean of the per-task estimates (values in [0, 1], "
-        "tasks independent; bounded_mean_bounds, any law), where every per-task value is 0 (or 1) or few "
-        "tasks carry the mean (the cell's `ci_flag`)",
+        "tasks independent; bounded_mean_bounds, any law), where every per-task value is 0 (or 1), every "
+        "task has the same value (no spread: the t interval would have zero width) or few tasks carry the "
+        "mean (the cell's `ci_flag`)",
     } if unit is None else {
         "t": f"Student t on the logit scale (delta method) over the per-task estimates, the {unit} as the "
         "unit: CR2 cluster-robust standard error of the tasks' mean, Bell-McCaffrey df (its target: a new "
         "draw of clusters of tasks from the same population); kept, with a `ci_flag`, where the clusters "
         "carry the mean evenly",
         "bounded-mean": "distribution-free bound for the mean of the per-task estimates taken over the "
-        f"{unit} (clusters independent, any law within them): where few tasks carry the mean, "
-        "bounded_mean_bounds of the cluster sums scaled into [0, 1] (wide when the clusters differ in "
-        "size); where every per-task value is 0 (or 1), the no-success bound over the clusters (the "
-        "cell's `ci_flag`)",
+        f"{unit} (clusters independent, any law within them): where few tasks carry the mean or every "
+        "cluster has the same mean (no spread: the t interval would have zero width), bounded_mean_bounds "
+        "of the cluster sums scaled into [0, 1] (wide when the clusters differ in size); where every "
+        "per-task value is 0 (or 1), the no-success bound over the clusters (the cell's `ci_flag`)",
     }
     present = sorted(set(np.asarray(kind.values, dtype=object).ravel()))
     one = present[0] if len(present) == 1 else "mixed"

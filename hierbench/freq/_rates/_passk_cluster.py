@@ -12,9 +12,10 @@ interval is the same logit-scale t interval as without clusters,
 ``logit(m) +- t_df * se / (m (1 - m))`` mapped back; every task its own cluster
 gives the task-level interval exactly (``sd / sqrt(N)``, ``N - 1`` df).
 
-Where the logit is infinite (every per-task value 0, or every one 1) or few
+Where the logit is infinite (every per-task value 0, or every one 1), few
 tasks carry the mean (the task-level rule, ``hierbench._numerics.few_carry_side``,
-calibrated by simulation), the interval is the distribution-free bound for the
+calibrated by simulation) or the clusters' means are all equal (the CR2 SE is 0,
+so the t interval would have zero width), the interval is the distribution-free bound for the
 mean of independent values in [0, 1] taken over the **clusters**: with ``S_g``
 the cluster sums and ``n_max`` the largest cluster, ``Y_g = S_g / n_max`` are
 independent values in [0, 1] and the task mean is ``(G n_max / N) mean(Y)``,
@@ -50,6 +51,7 @@ def cluster_interval(
     the bound over clusters.
     """
     from ..._numerics import few_carry_side
+    from .._kernels import ZERO_SPREAD
     from .._kernels import cr2_mean_se
 
     y = per_task.transpose(..., task_dim)
@@ -67,7 +69,12 @@ def cluster_interval(
         n_eff[i] = cluster_n_eff(row[ok], codes[ok])
     df = np.where(G > 1, df, np.nan)  # Bell-McCaffrey's, where 2 or more clusters give one
     lo, hi = logit_t_bounds(m, se, df, prob)
-    flag, bound = flag_ladder(m, se, n, few_carry_side(Y), n_clusters=G, even_clust=even_clusters(n_eff, G))
+    fin = np.isfinite(Y)  # every task one value (to rounding): the tasks' flag, not the clusters'
+    top, low = np.where(fin, Y, -np.inf).max(1), np.where(fin, Y, np.inf).min(1)
+    same = (top - low <= ZERO_SPREAD * np.abs(np.where(fin, Y, 0.0)).max(1)) & fin.any(1)
+    flag, bound = flag_ladder(
+        m, se, n, few_carry_side(Y), n_clusters=G, even_clust=even_clusters(n_eff, G), same_tasks=same,
+    )
     for i in np.flatnonzero(bound & (G > 0)):  # the bound only where it replaces the t interval
         ok = np.isfinite(Y[i])
         b_lo[i], b_hi[i] = _cluster_bound(Y[i][ok], codes[ok], prob)

@@ -142,7 +142,7 @@ class BootstrapResult(Result):
         the interval zero-width (percentile) or undefined (BCa): no resample
         can differ, so the interval measures nothing (a ``ZeroWidthIntervalWarning``, a
         :class:`hierbench.SmallSampleWarning`, names those agents; for 0/1
-        scores ``pass_hat_k(data, 1)`` gives the exact bound); else ``"few tasks carry the mean"`` where the mean rests on
+        scores ``pass_hat_k(data, 1)`` gives a distribution-free bound, the exact one at 0 or 1); else ``"few tasks carry the mean"`` where the mean rests on
         fewer than ``min(10, n / 2)`` effective tasks (``"few tasks carry the failures (1 - mean)"``
         where the failures do, a mean near 1) (the rule
         :func:`hierbench.freq.pass_hat_k` replaces its t interval by): there
