@@ -686,18 +686,15 @@ def _pairs_of_report(html: str) -> pd.DataFrame:
 
 
 @pytest.mark.slow
-def test_cli_and_report_agree_on_every_pair_and_many_agents_get_a_matrix(tmp_path, capsys, monkeypatch):
-    """The report is ``build``'s own, its sections cut to the pairwise one read here (``SECTIONS``,
-    the order ``build`` runs): it is computed and written as in the whole report.
+def test_cli_and_report_agree_on_every_pair_and_many_agents_get_a_matrix(tmp_path, capsys):
+    """The report is ``build``'s own, its sections cut to the pairwise one read here
+    (``sections=``): it is computed and written as in the whole report.
     """
     from html import unescape
 
     from hierbench.data import to_records
-    from hierbench.report import _build
     from hierbench.report import build
     from hierbench.testing import simulate_eval
-
-    monkeypatch.setattr(_build, "SECTIONS", ("pairwise",))
 
     ds, _ = simulate_eval(n_agents=9, n_tasks=25, n_runs=1, sd_agent=1.5, rng=5)
     path = tmp_path / "log.csv"
@@ -708,7 +705,7 @@ def test_cli_and_report_agree_on_every_pair_and_many_agents_get_a_matrix(tmp_pat
     assert main(["compare", str(path), "--seed", "3"]) == 0
     text = capsys.readouterr().out
     assert "9 agents: the pairs as a matrix" in text and "max-T single-step adjusted p < 0.05" in text
-    html = build(data=ds, path=tmp_path / "r.html", rng=3, progress=False).read_text()
+    html = build(data=ds, path=tmp_path / "r.html", rng=3, progress=False, sections=["pairwise"]).read_text()
     rep = _pairs_of_report(html)
     assert "<details><summary>All 36 pairs</summary>" in html
     assert sorted(rep.index) == sorted(cli.index)
@@ -792,15 +789,11 @@ def test_demo_on_a_one_agent_log_says_what_it_cannot_compute(capsys, tmp_path, s
 
 
 @pytest.mark.slow  # a small fit and a report through the command line
-def test_fit_and_report_of_a_one_agent_log_say_the_agent_spread_is_undefined(tmp_path, capsys, shared_data,
-                                                                              monkeypatch):  # fmt: skip
+def test_fit_and_report_of_a_one_agent_log_say_the_agent_spread_is_undefined(tmp_path, capsys, shared_data):
     """Review: `hierbench fit` + `hierbench report` of tau-bench's one model gave the agent variance
     component 0.0000 [0.0000, 0.0000]; one agent has no spread to estimate. The report's sections
-    are cut to the two read here (``SECTIONS``, the order ``build`` runs each of them in).
+    are cut to the two read here (``--sections``).
     """
-    from hierbench.report import _build
-
-    monkeypatch.setattr(_build, "SECTIONS", ("data-summary", "variance"))
     log = shared_data / "tau_bench" / "tau_bench_gpt-4o_airline_trials.csv"
     cols = ["--agent", "model", "--task", "task_id", "--run", "trial", "--score", "success"]
     fit_path, rep = tmp_path / "fit.nc", tmp_path / "r.md"
@@ -809,7 +802,8 @@ def test_fit_and_report_of_a_one_agent_log_say_the_agent_spread_is_undefined(tmp
     out = capsys.readouterr().out
     assert "no sd_agent: one agent, so there is no spread between agents to estimate" in out
     assert "crossed fit of 1 agent x 50 tasks:" in out  # not "1 agents"
-    assert main(["report", str(fit_path), "--data", str(log), *cols, "-o", str(rep), "--resamples", "99", "--quiet"]) == 0
+    assert main(["report", str(fit_path), "--data", str(log), *cols, "-o", str(rep), "--resamples", "99", "--quiet",
+                 "--sections", "data-summary,variance"]) == 0  # fmt: skip
     assert "1 agent x 50 tasks; 200 runs;" in rep.read_text()
     section = rep.read_text().split("## Variance components")[1].split("\n## ")[0]
     agent_row = next(r for r in section.splitlines() if r.startswith("| agent "))
@@ -842,18 +836,17 @@ def test_fit_refuses_two_models_and_formula_options_without_a_formula(log, tmp_p
 
 
 @pytest.mark.slow  # two tiny fits
-def test_fit_with_a_formula_reads_agent_coords_and_saves_what_the_api_fits(tmp_path, capsys, monkeypatch):
+def test_fit_with_a_formula_reads_agent_coords_and_saves_what_the_api_fits(tmp_path, capsys):
     """A log with a per-agent scaffold column: `fit --formula` reads it through --agent-coord and
     saves the same posterior as bayes.build_mixed + bayes.fit with the same seed (the API call is
     the independent route to the CLI's wiring), and the report of the saved fit with the log says
     which formula it fitted (its title: the report's sections, none of which is read, are cut to
-    the data summary, ``SECTIONS`` being the list ``build`` runs).
+    the data summary, by ``--sections``).
     """
     from hierbench import bayes
     from hierbench.cli import build_parser
     from hierbench.cli import load_any
     from hierbench.io import load_fit
-    from hierbench.report import _build
 
     rng = np.random.default_rng(5)
     agents = [f"a{i}" for i in range(6)]
@@ -878,9 +871,8 @@ def test_fit_with_a_formula_reads_agent_coords_and_saves_what_the_api_fits(tmp_p
     for name in direct.posterior.data_vars:
         np.testing.assert_array_equal(saved.posterior[name].values, direct.posterior[name].values)
     report = tmp_path / "r.md"
-    monkeypatch.setattr(_build, "SECTIONS", ("data-summary",))
     assert main(["report", str(tmp_path / "fit.nc"), "--data", str(path), "--agent-coord", "scaffold",
-                 "--resamples", "199", "-o", str(report)]) == 0  # fmt: skip
+                 "--resamples", "199", "-o", str(report), "--sections", "data-summary"]) == 0  # fmt: skip
     assert report.read_text().splitlines()[0] == f"# hierbench report: mixed model ({formula}, binomial)"
 
 
@@ -911,7 +903,6 @@ def test_every_warning_goes_to_stderr_and_stdout_holds_only_results(tmp_path, ca
     `warning:` lines on stderr, the results alone on stdout (--json: stdout is one JSON document).
     """
     from hierbench.io import load_fit
-    from hierbench.report import _build
 
     path = _log_with_a_reading_warning(tmp_path)
     cols = ["--run", "run", "--error", "error", "--cluster", "repo"]
@@ -941,10 +932,8 @@ def test_every_warning_goes_to_stderr_and_stdout_holds_only_results(tmp_path, ca
     said = [x for x in err if x.startswith("warning: the fit did not converge: ")]
     assert len(said) == 1 and "R-hat" in said[0], err
     # the command's own channels are read, not the sections (each one's warnings go into the report):
-    # they are cut to the one on convergence (``SECTIONS``, the order ``build`` runs each of them in)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_build, "SECTIONS", ("convergence",))
-        assert main(["report", str(fit), "--quiet", "-o", str(tmp_path / "r.md")]) == 0
+    # they are cut to the one on convergence (``--sections``)
+    assert main(["report", str(fit), "--quiet", "-o", str(tmp_path / "r.md"), "--sections", "convergence"]) == 0
     cap = capsys.readouterr()
     assert cap.out.startswith("report written to") and len(cap.out.splitlines()) == 1
     assert cap.err.startswith("warning: the fit did not converge: ")
@@ -1166,18 +1155,14 @@ def test_fit_levels_as_words_records_the_words_as_the_python_api_does(shared_dat
 
 
 @pytest.mark.slow  # two small ordinal fits and a report
-def test_a_fit_of_labelled_grades_is_the_fit_of_their_numbers_and_its_report_names_them(shared_data, tmp_path, capsys,
-                                                                                        monkeypatch):  # fmt: skip
+def test_a_fit_of_labelled_grades_is_the_fit_of_their_numbers_and_its_report_names_them(shared_data, tmp_path, capsys):
     """VerbAgg's first 10 persons: `fit --levels no,perhaps,yes` draws bit for bit what the fit of
     the same log recoded to 0/1/2 by pandas (`--levels 0,1,2`) draws, same seed; the saved fit
     keeps the labels, so `report FIT` alone names the grades, and its per-grade counts are
     pandas' crosstab of the raw file. The report's sections are cut to the predictive check read
-    here (``SECTIONS``, the order ``build`` runs each of them in).
+    here (``--sections``).
     """
     from hierbench.io import load_fit
-    from hierbench.report import _build
-
-    monkeypatch.setattr(_build, "SECTIONS", ("ppc",))
 
     sub, path = _verbagg(shared_data, tmp_path, 10)
     coded = tmp_path / "coded.csv"
@@ -1188,7 +1173,7 @@ def test_a_fit_of_labelled_grades_is_the_fit_of_their_numbers_and_its_report_nam
         warnings.simplefilter("ignore")
         assert main(["fit", str(path), *VERBAGG_COLS, "--levels", "no,perhaps,yes", *run, "-o", str(tmp_path / "w.nc")]) == 0
         assert main(["fit", str(coded), *VERBAGG_COLS, "--levels", "0,1,2", *run, "-o", str(tmp_path / "n.nc")]) == 0
-        assert main(["report", str(tmp_path / "w.nc"), "-o", str(tmp_path / "r.md"), "--quiet"]) == 0
+        assert main(["report", str(tmp_path / "w.nc"), "-o", str(tmp_path / "r.md"), "--quiet", "--sections", "ppc"]) == 0
     capsys.readouterr()
     words, nums = load_fit(tmp_path / "w.nc"), load_fit(tmp_path / "n.nc")
     assert words.attrs["score_labels"] == '["no", "perhaps", "yes"]' and "score_labels" not in nums.attrs

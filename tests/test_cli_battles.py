@@ -37,13 +37,12 @@ def arena(tmp_path_factory):
 
 @pytest.mark.slow  # two small fits (CLI and Python) and a report
 @pytest.mark.filterwarnings("ignore::hierbench.bayes.ConvergenceWarning")  # 2 x 100 draws: a smoke-size fit
-def test_a_battle_log_is_fitted_and_reported_as_in_python(arena, capsys, monkeypatch):
-    """The report's sections are cut to the two read here and the abilities the battles' own section
-    follows (``SECTIONS``, the order ``build`` runs; ``build`` inserts the battles' section itself).
+def test_a_battle_log_is_fitted_and_reported_as_in_python(arena, capsys):
+    """The report's sections are cut to the two read here, the battles' own section among them, and
+    the abilities it follows (``--sections``).
     """
     from hierbench import bayes
     from hierbench.data import read_battles
-    from hierbench.report import _build
 
     log, out = arena / "arena.csv", arena / "fit.nc"
     assert main(["fit", str(log), *FLAGS, *SAMPLER, "-o", str(out)]) == 0
@@ -61,9 +60,9 @@ def test_a_battle_log_is_fitted_and_reported_as_in_python(arena, capsys, monkeyp
     want = bayes.fit(bayes.build_bradley_terry(ds), draws=100, tune=100, chains=2, rng=5, progress=False)
     np.testing.assert_array_equal(saved["posterior"]["ability"].values, want["posterior"]["ability"].values)
     report = arena / "report.html"
-    monkeypatch.setattr(_build, "SECTIONS", ("data-summary", "abilities"))
     assert main(["report", str(out), "--data", str(log), *FLAGS[:-6], "--verdict", "model_a=1", "--verdict",
-                 "model_b=0", "--verdict", "tie=0.5", "--resamples", "99", "-o", str(report)]) == 0  # fmt: skip
+                 "model_b=0", "--verdict", "tie=0.5", "--resamples", "99", "-o", str(report),
+                 "--sections", "data-summary,abilities,battle-freq"]) == 0  # fmt: skip
     html = report.read_text()
     assert 'id="battle-freq"' in html and "60 battles" in html
     # the fit beside another log's battles is refused (the report would mix the two)

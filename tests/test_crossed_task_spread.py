@@ -152,13 +152,12 @@ def test_pass_k_beyond_one_warns_that_it_needs_the_task_spread(one_run_fit):
 
 
 @pytest.mark.slow  # SWE-bench's 500 tasks, one model: a default fit (about 5 s here) and a report
-def test_swebench_one_model_converges_at_the_defaults_and_the_report_says_why(shared_data, tmp_path, monkeypatch):
-    """The report's sections are cut to the variance one read here (``SECTIONS``, the order ``build``
-    runs each of them in): it is computed and written as in the whole report.
+def test_swebench_one_model_converges_at_the_defaults_and_the_report_says_why(shared_data, tmp_path):
+    """The report's sections are cut to the variance one read here (``--sections``): it is computed
+    and written as in the whole report.
     """
     from hierbench.cli import main
     from hierbench.data._shared import load_swebench_bash_only
-    from hierbench.report import _build
 
     ds = load_swebench_bash_only()
     one = ds.sel(agent=[ds.agent.values[0]])
@@ -172,7 +171,7 @@ def test_swebench_one_model_converges_at_the_defaults_and_the_report_says_why(sh
     log, fit_path, rep = tmp_path / "one.nc", tmp_path / "fit.nc", tmp_path / "r.md"
     one.to_netcdf(log)
     assert main(["fit", str(log), "-o", str(fit_path), "--quiet"]) == 0
-    monkeypatch.setattr(_build, "SECTIONS", ("variance",))
-    assert main(["report", str(fit_path), "--data", str(log), "-o", str(rep), "--resamples", "99", "--quiet"]) == 0
+    assert main(["report", str(fit_path), "--data", str(log), "-o", str(rep), "--resamples", "99", "--quiet",
+                 "--sections", "variance"]) == 0  # fmt: skip
     section = rep.read_text().split("## Variance components")[1].split("\n## ")[0]
     assert f"Task and run-to-run variation are one row: {WHY}" in section

@@ -99,12 +99,15 @@ def test_ten_agents_print_every_pair():
 def test_40_agents_print_the_pairs_that_differ_and_say_what_is_left_out(tmp_path, monkeypatch):
     """780 pairs: at most the cap printed, the counts and the rows left out said, and every pair,
     with the same numbers as compare_agents' own table for the same seed, in pairs.csv. The report
-    is cut to its pair section (the others are not what this checks, and take the time).
+    is cut to its pair section (the others are not what this checks, and take the time): the demo's
+    ``write_report`` has no ``sections=``, so the ``build_all`` it calls is given ``sections=``, and
+    the report says it is partial.
     """
-    import hierbench.report._build as report_build
+    import hierbench.report
     from hierbench.demo import write_report
 
-    monkeypatch.setattr(report_build, "SECTIONS", ("pairwise",))
+    build_all = hierbench.report.build_all
+    monkeypatch.setattr(hierbench.report, "build_all", lambda *a, **kw: build_all(*a, sections=["pairwise"], **kw))
 
     ds = _log(40)
     ref = compare_agents(ds, prob=0.95, rng=3).to_frame()  # the independent call
@@ -157,6 +160,7 @@ def test_40_agents_print_the_pairs_that_differ_and_say_what_is_left_out(tmp_path
     assert {"mean difference", "simultaneous lower", "p max-T"} <= set(printed) <= set(csv.columns)
 
     md = (tmp_path / "report.md").read_text()
+    assert "A partial report: only the sections asked for (sections=['pairwise'])" in md  # the cut took effect
     pairwise = md.split("## Does A beat B? ")[1].split("\n## ")[0]
     assert "**All 780 pairs**" not in pairwise and "<details>" not in pairwise  # no folded copy
     table_rows = [r for r in pairwise.splitlines() if re.match(r"^\| agent_\d+ - agent_\d+ ", r)]

@@ -629,19 +629,16 @@ def test_variance_rows_hold_every_component_of_both_halves():
 
 
 @pytest.mark.slow  # a small formula-model fit
-def test_side_by_side_holds_a_formula_models_agent_means(tmp_path, monkeypatch):
+def test_side_by_side_holds_a_formula_models_agent_means(tmp_path):
     """A build_mixed fit given with its data: the side-by-side section puts each agent's posterior
     mean score over its own tasks (metrics.mean_response, tasks='observed', in points / 100)
     beside the task bootstrap, instead of saying a fit or data is missing. The report is
-    ``build``'s own, its sections cut to that one (``SECTIONS``, the order ``build`` runs).
+    ``build``'s own, its sections cut to that one (``sections=``).
     """
     from hierbench.bayes import build_mixed
     from hierbench.bayes import fit
     from hierbench.metrics import mean_response
-    from hierbench.report import _build
     from hierbench.testing import simulate_eval
-
-    monkeypatch.setattr(_build, "SECTIONS", ("side-by-side",))
 
     data, _ = simulate_eval(3, 30, 3, rng=4)
     model = build_mixed(data)
@@ -650,7 +647,8 @@ def test_side_by_side_holds_a_formula_models_agent_means(tmp_path, monkeypatch):
         # 100 draws: the section's numbers are compared with mean_response of the same draws, whatever their number
         dt = fit(model, draws=100, tune=100, chains=2, rng=2, progress=False)
         # the side-by-side section reads the bootstrap alone: the paired tests, person fit and G-study are left out
-        out = build(dt, data, path=tmp_path / "mixed.html", progress=False, n_resamples=199, freq=ABILITIES_ONLY)
+        out = build(dt, data, path=tmp_path / "mixed.html", progress=False, n_resamples=199, freq=ABILITIES_ONLY,
+                    sections=["side-by-side"])
     html = out.read_text()
     side = html.split('id="side-by-side"')[1].split("</section>")[0]
     assert "mean_response" in side and "needs both" not in side
@@ -880,16 +878,13 @@ def test_variance_section_of_graded_scores_says_their_units(shared_data):
 
 
 @pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
-def test_abilities_flag_a_bootstrap_over_fewer_than_ten_units(tmp_path, monkeypatch):
+def test_abilities_flag_a_bootstrap_over_fewer_than_ten_units(tmp_path):
     """A resampling interval over 8 tasks covers less than its level: the 95% percentile bootstrap
     (999 resamples) of the mean of 8 normal values covered 0.8825 of 400 samples here (seed 0; 0.8825
     of 4000 too, seed 1), over 5 Monte Carlo SEs below 0.95. The abilities table flags such agents
     (8 tasks) and not those with 12; with clusters the count is the clusters' (4 here), not the tasks'.
-    The reports are ``build``'s own, their sections cut to that one (``SECTIONS``, the order ``build`` runs).
+    The reports are ``build``'s own, their sections cut to that one (``sections=``).
     """
-    from hierbench.report import _build
-
-    monkeypatch.setattr(_build, "SECTIONS", ("abilities",))
     g = np.random.default_rng(0)
     hits = 0
     for _ in range(400):  # 400 x 999 keeps the test quick; the SE of a rate near 0.95 is about 0.011
@@ -903,12 +898,14 @@ def test_abilities_flag_a_bootstrap_over_fewer_than_ten_units(tmp_path, monkeypa
     data = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b"]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        md = build(data=data, path=tmp_path / "r.md", n_resamples=99, progress=False, freq=ABILITIES_ONLY).read_text()
+        md = build(data=data, path=tmp_path / "r.md", n_resamples=99, progress=False, freq=ABILITIES_ONLY,
+                   sections=["abilities"]).read_text()
         part = md.split("## Agent abilities")[1].split("\n## ")[0]
         rows = {r.split("|")[1].strip(): r for r in part.splitlines() if r.startswith("| a ") or r.startswith("| b ")}
         assert "over 8 tasks, fewer than 10" in rows["b"] and "fewer than 10" not in rows["a"]
         clustered = data.assign_coords(cluster=("task", np.repeat(["w", "x", "y", "z"], 3)))
-        md = build(data=clustered, path=tmp_path / "c.md", n_resamples=99, progress=False, freq=ABILITIES_ONLY).read_text()
+        md = build(data=clustered, path=tmp_path / "c.md", n_resamples=99, progress=False, freq=ABILITIES_ONLY,
+                   sections=["abilities"]).read_text()
     part = md.split("## Agent abilities")[1].split("\n## ")[0]
     assert part.count("resamples 4 clusters worth 4.0 equal ones") == 1 and "over 4 clusters" not in part
 
@@ -1166,24 +1163,21 @@ def test_one_agent_variance_section_says_undefined_not_zero(one_agent, n_runs):
 
 
 @pytest.mark.slow  # a small crossed fit
-def test_one_agent_variance_section_from_a_fit(tmp_path, monkeypatch):
+def test_one_agent_variance_section_from_a_fit(tmp_path):
     """The crossed fit of one agent gave its agent row 0.0000 [0.0000, 0.0000] beside G-theory's NaN.
 
-    The report is ``build``'s own, its sections cut to the variance one read here (``SECTIONS``,
-    the order ``build`` runs): it and the warning it raises are written as in the whole report.
+    The report is ``build``'s own, its sections cut to the variance one read here (``sections=``):
+    it and the warning it raises are written as in the whole report.
     """
     from hierbench.bayes import build_crossed
     from hierbench.bayes import fit
-    from hierbench.report import _build
-
-    monkeypatch.setattr(_build, "SECTIONS", ("variance",))
 
     ds, _ = simulate_eval(n_agents=1, n_tasks=12, n_runs=3, rng=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # no posterior predictive: nothing here reads the predictive check (the posterior is the same to the bit)
         dt = fit(build_crossed(ds), draws=100, tune=100, chains=2, rng=1, progress=False, posterior_predictive=False)
-        md = build(dt, ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+        md = build(dt, ds, path=tmp_path / "r.md", n_resamples=99, progress=False, sections=["variance"]).read_text()
     rows = _variance_rows(md)
     assert [rows["agent"][c] for c in ("Bayes estimate", "Bayes lower", "Bayes upper")] == ["NaN"] * 3
     assert rows["agent"]["flag"].startswith("undefined: one agent")
@@ -1192,18 +1186,16 @@ def test_one_agent_variance_section_from_a_fit(tmp_path, monkeypatch):
     assert "UndefinedMetricWarning: crossed_variance_components: agent is undefined" in md
 
 
-def test_abilities_flag_a_bootstrap_mean_few_tasks_carry(tmp_path, rare_and_common, monkeypatch):
+def test_abilities_flag_a_bootstrap_mean_few_tasks_carry(tmp_path, rare_and_common):
     """An agent that succeeded once on each of three of 60 tasks: its bootstrap interval is flagged.
 
-    The report is ``build``'s own, its sections cut to the abilities (``SECTIONS``, the order ``build`` runs).
+    The report is ``build``'s own, its sections cut to the abilities (``sections=``).
     """
-    from hierbench.report import _build
-
-    monkeypatch.setattr(_build, "SECTIONS", ("abilities",))
     ds = rare_and_common
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        md = build(data=ds, path=tmp_path / "r.md", n_resamples=99, progress=False, freq=ABILITIES_ONLY).read_text()
+        md = build(data=ds, path=tmp_path / "r.md", n_resamples=99, progress=False, freq=ABILITIES_ONLY,
+                   sections=["abilities"]).read_text()
     abil = md.split("## Agent abilities")[1].split("\n## ")[0]
     rare = next(r for r in abil.splitlines() if r.startswith("| rare "))
     common = next(r for r in abil.splitlines() if r.startswith("| common "))

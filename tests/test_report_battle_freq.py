@@ -254,16 +254,18 @@ def test_a_built_report_shows_the_section_after_the_abilities(real_fit, tmp_path
 
 
 @pytest.mark.slow  # a report on the module's real fit
-def test_a_built_report_with_freq_none_has_no_section(real_fit, tmp_path, monkeypatch):
+def test_a_built_report_with_freq_none_has_no_section(real_fit, tmp_path):
     """The report is ``build``'s own, its sections cut to the abilities the section would follow
-    (``SECTIONS``, the order ``build`` runs; ``build`` inserts the battles' section itself).
+    (``sections=``); the sentence under its title names every section it has and left out, so the
+    battles' section, had ``build`` inserted it, would be named there.
     """
     from hierbench import report
-    from hierbench.report import _build
 
-    monkeypatch.setattr(_build, "SECTIONS", ("abilities", "pass-k"))
     battles, fit = real_fit
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        text = report.build(fit, battles, path=tmp_path / "r.md", freq=None, rng=0, progress=False).read_text()
+        text = report.build(fit, battles, path=tmp_path / "r.md", freq=None, rng=0, progress=False,
+                            sections=["abilities", "pass-k"]).read_text()  # fmt: skip
     assert "## Agent abilities" in text and "## Bradley-Terry abilities: Bayesian" not in text
+    left = text.split("A partial report: only the sections asked for (sections=['abilities', 'pass-k']); left out: ")[1]
+    assert "Data summary" in left.split("\n")[0] and "Bradley-Terry" not in left.split("\n")[0]

@@ -47,18 +47,16 @@ def unclustered_fit(clustered):
 UNREAD = {"bootstrap": None, "compare": None, "person_fit": None}
 
 
-#: the sections the tests of the module's two reports read: ``build`` runs these alone (its ``SECTIONS``, in
+#: the sections the tests of the module's two reports read: ``build`` runs these alone (``sections=``, in
 #: its order), and writes them, its warnings (the note on clusters among them) and the report as it writes all
-READ = ("pass-k", "variance")
+READ = ["pass-k", "variance"]
 
 
 def _report(fit, ds, folder) -> str:
-    from hierbench.report import _build
-
-    with warnings.catch_warnings(), pytest.MonkeyPatch.context() as mp:
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        mp.setattr(_build, "SECTIONS", READ)
-        return build(fit, ds, path=folder / "r.md", n_resamples=99, progress=False, freq=UNREAD).read_text()
+        return build(fit, ds, path=folder / "r.md", n_resamples=99, progress=False, freq=UNREAD,
+                     sections=READ).read_text()
 
 
 @pytest.fixture(scope="module")
@@ -285,14 +283,12 @@ def test_report_variance_table_shows_g_theory_intervals_of_one_component(tmp_pat
     report); a row summing components shows none and its flag says why.
     """
     from hierbench.freq import variance_components
-    from hierbench.report import _build
     from hierbench.report import build
     from hierbench.testing import simulate_eval
 
     ds, _ = simulate_eval(n_agents=4, n_tasks=30, n_runs=3, rng=5, n_clusters=6, sd_cluster=0.5)
-    with pytest.MonkeyPatch.context() as mp:  # the G-study's section is read: build runs it alone
-        mp.setattr(_build, "SECTIONS", ("variance",))
-        out = build(data=ds, path=tmp_path / "r.md", progress=False, prob=0.9, freq=UNREAD)
+    # the G-study's section is read: build runs it alone
+    out = build(data=ds, path=tmp_path / "r.md", progress=False, prob=0.9, freq=UNREAD, sections=["variance"])
     part = out.read_text().split("## Variance components")[1].split("\n## ")[0]
     lines = [r for r in part.splitlines() if r.startswith("| ")]
     cols = [c.strip() for c in lines[0].split("|")[1:-1]]

@@ -90,17 +90,14 @@ def test_pair_and_rank_flags_follow_the_hand_count():
 
 
 @pytest.mark.slow  # a fit and a report of two sections
-def test_report_flags_bayes_p_of_pairs_that_share_no_task(tmp_path, monkeypatch):
+def test_report_flags_bayes_p_of_pairs_that_share_no_task(tmp_path):
     """The pair table's Bayes flag and the heatmap caption name the pairs across the two groups.
 
-    The report is ``build``'s own, its sections cut to the two read here (``SECTIONS``, the order
-    ``build`` runs): the rank and pair sections are computed and written as in the whole report.
+    The report is ``build``'s own, its sections cut to the two read here (``sections=``): the rank
+    and pair sections are computed and written as in the whole report.
     """
     from hierbench import bayes
-    from hierbench.report import _build
     from hierbench.report import build
-
-    monkeypatch.setattr(_build, "SECTIONS", ("ranks", "pairwise"))
 
     ds = _eval(_split(), AGENTS, seed=3)
     with warnings.catch_warnings():
@@ -110,7 +107,7 @@ def test_report_flags_bayes_p_of_pairs_that_share_no_task(tmp_path, monkeypatch)
                         posterior_predictive=False)
         # the pair and rank tables and their captions are read: the bootstrap, person fit and G-study are left out
         md = build(fit, ds, path=tmp_path / "r.md", n_resamples=99, progress=False,
-                   freq={"bootstrap": None, "person_fit": None, "variance": None}).read_text()
+                   freq={"bootstrap": None, "person_fit": None, "variance": None}, sections=["ranks", "pairwise"]).read_text()
     rows = {}
     for line in md.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]

@@ -177,17 +177,14 @@ def test_the_section_is_listed_only_where_there_are_horizons_and_a_fit_alone_say
 
 
 @pytest.mark.slow
-def test_a_horizon_fit_report_gives_the_horizons_of_metrics_time_horizon(tmp_path, monkeypatch):
+def test_a_horizon_fit_report_gives_the_horizons_of_metrics_time_horizon(tmp_path):
     """End to end: a real (tiny) horizon fit, the report's table equals metrics.time_horizon on its model.
 
-    The report is ``build``'s own, its sections cut to the two the horizons must fall between
-    (``SECTIONS``, the order ``build`` runs; ``build`` inserts the horizons itself).
+    The report is ``build``'s own, its sections cut to the horizons and the two they must fall
+    between (``sections=``, listed out of order: the report writes them in its own).
     """
     from hierbench.metrics import time_horizon
-    from hierbench.report import _build
     from hierbench.report import build
-
-    monkeypatch.setattr(_build, "SECTIONS", ("abilities", "pass-k"))
 
     ds = _log()
     with warnings.catch_warnings():
@@ -197,7 +194,8 @@ def test_a_horizon_fit_report_gives_the_horizons_of_metrics_time_horizon(tmp_pat
         ref = time_horizon(fit, m, success=(0.5, 0.8), prob=PROB)
         # the horizons section and the sections' order are read: the other frequentist results are left out
         out = build(fit, ds, path=tmp_path / "r.md", n_resamples=N_RES, rng=RNG, progress=False,
-                    freq={"bootstrap": None, "compare": None, "person_fit": None, "variance": None})
+                    freq={"bootstrap": None, "compare": None, "person_fit": None, "variance": None},
+                    sections=["pass-k", "horizons", "abilities"])
     md = out.read_text()
     assert "## Time horizons" in md and (tmp_path / "r_figures" / "time_horizons.png").exists()
     sec = md.split("## Time horizons")[1].split("\n## ")[0]

@@ -142,16 +142,13 @@ def test_sections_a_formula_fit_cannot_fill_say_why():
 
 
 @pytest.mark.slow  # a small formula-model fit and a report of the three sections read
-def test_a_formula_fits_report_shows_its_metrics(tmp_path, monkeypatch):
-    """The report is ``build``'s own, its sections cut to the three read here (``SECTIONS``, the order
-    ``build`` runs): each is computed and written as in the whole report.
+def test_a_formula_fits_report_shows_its_metrics(tmp_path):
+    """The report is ``build``'s own, its sections cut to the three read here (``sections=``): each
+    is computed and written as in the whole report.
     """
     from hierbench.bayes import build_mixed
     from hierbench.bayes import fit
-    from hierbench.report import _build
     from hierbench.report import score_order
-
-    monkeypatch.setattr(_build, "SECTIONS", ("pass-k", "ranks", "pairwise"))
 
     data = _board(5)
     model = build_mixed(data, "score ~ scaffold + (1|agent) + (1|task)")
@@ -161,7 +158,8 @@ def test_a_formula_fits_report_shows_its_metrics(tmp_path, monkeypatch):
         dt = fit(model, draws=100, tune=100, chains=2, rng=3, progress=False)
         # its pass^k, ranks and pairs are read: the frequentist results they do not show are left out
         out = build(dt, data, path=tmp_path / "mixed.md", progress=False, n_resamples=199,
-                    freq={"bootstrap": None, "person_fit": None, "variance": None})
+                    freq={"bootstrap": None, "person_fit": None, "variance": None},
+                    sections=["pass-k", "ranks", "pairwise"])
     md = out.read_text()
     sections = {part.split("\n", 1)[0]: part for part in md.split("\n## ")[1:]}
     for heading in ("Reliability: pass^k", "Rank probabilities", "Does A beat B? Pairwise probabilities and paired tests"):

@@ -160,13 +160,11 @@ def bb_report(tmp_path_factory):
     """A beta-binomial fit of 4 agents and its report, with the heatmap's matrix captured.
 
     A real fit (not a stub): the section's caveat must follow from the fit's own structure. The
-    report is ``build``'s own, its sections cut to the pairwise one read here (``SECTIONS``, the
-    order ``build`` runs; the heatmap captured is that section's, as it is the last one drawn in
-    the whole report).
+    report is ``build``'s own, its sections cut to the pairwise one read here (``sections=``; the
+    heatmap captured is that section's, as it is the last one drawn in the whole report).
     """
     import hierbench.report._figures as F
     from hierbench import bayes
-    from hierbench.report import _build
     from hierbench.report import build
     from hierbench.testing import simulate_eval
 
@@ -185,11 +183,10 @@ def bb_report(tmp_path_factory):
 
     mp = pytest.MonkeyPatch()
     mp.setattr(F, "heatmap", spy)
-    mp.setattr(_build, "SECTIONS", ("pairwise",))
     try:
         # the pairwise section is read: the bootstrap, person fit and G-study are left out
         path = build(fit, ds, path=tmp_path_factory.mktemp("r") / "r.md", n_resamples=99, progress=False,
-                     freq={"bootstrap": None, "person_fit": None, "variance": None})
+                     freq={"bootstrap": None, "person_fit": None, "variance": None}, sections=["pairwise"])
     finally:
         mp.undo()
     return fit, path.read_text(), seen["matrix"]

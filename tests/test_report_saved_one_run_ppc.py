@@ -26,19 +26,15 @@ def _ppc_section(md: str) -> str:
 
 
 @pytest.mark.slow  # one small fit and two reports of the one section read
-def test_saved_and_fresh_fit_give_the_same_design_note(tmp_path, monkeypatch):
-    """Each report is ``build``'s own, its sections cut to the predictive check (``SECTIONS``, the
-    order ``build`` runs; the generic skip below is that section's alone): it is computed and
-    written as in the whole report.
+def test_saved_and_fresh_fit_give_the_same_design_note(tmp_path):
+    """Each report is ``build``'s own, its sections cut to the predictive check (``sections=``; the
+    generic skip below is that section's alone): it is computed and written as in the whole report.
     """
     from hierbench import bayes
     from hierbench.io import load_fit
     from hierbench.io import save_fit
-    from hierbench.report import _build
     from hierbench.report import build
     from hierbench.testing import simulate_eval
-
-    monkeypatch.setattr(_build, "SECTIONS", ("ppc",))
 
     ds, _ = simulate_eval(n_agents=3, n_tasks=15, n_runs=1, rng=2)
     with warnings.catch_warnings():
@@ -46,8 +42,8 @@ def test_saved_and_fresh_fit_give_the_same_design_note(tmp_path, monkeypatch):
         fit = bayes.fit(bayes.build_crossed(ds), draws=100, tune=100, chains=2, rng=0, progress=False)
         saved = load_fit(save_fit(fit, tmp_path / "fit.nc"))  # compact: no posterior_predictive
         # the predictive check's note is read, not the frequentist half: left out of both (freq=None)
-        fresh_md = build(fit, ds, path=tmp_path / "fresh.md", freq=None, progress=False).read_text()
-        saved_md = build(saved, ds, path=tmp_path / "saved.md", freq=None, progress=False).read_text()
+        fresh_md = build(fit, ds, path=tmp_path / "fresh.md", freq=None, progress=False, sections=["ppc"]).read_text()
+        saved_md = build(saved, ds, path=tmp_path / "saved.md", freq=None, progress=False, sections=["ppc"]).read_text()
     assert "posterior_predictive" not in saved.children
     # the in-memory fit: the design's reason first, then the task side of the check, which it can make
     fresh = " ".join(_ppc_section(fresh_md).split())

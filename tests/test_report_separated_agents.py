@@ -30,12 +30,10 @@ def fitted(tmp_path_factory):
 
 
 @pytest.mark.slow  # one small fit (2 chains x 100 draws), then a Markdown report
-def test_fit_warns_in_one_line_and_report_flags_the_agent(fitted, capsys, monkeypatch):
-    """The report is ``build``'s own, its sections cut to the three read here (``SECTIONS``, the order
-    ``build`` runs): they and the warnings they add are computed and written as in the whole report.
+def test_fit_warns_in_one_line_and_report_flags_the_agent(fitted, capsys):
+    """The report is ``build``'s own, its sections cut to the three read here (``sections=``): they
+    and the warnings they add are computed and written as in the whole report.
     """
-    from hierbench.report import _build
-
     tmp, zero = fitted
     args = ["fit", str(tmp / "log.csv"), *COLS, "-o", str(tmp / "fit.nc"), "--draws", "100", "--tune", "100",
             "--chains", "2", "--quiet"]  # fmt: skip
@@ -47,10 +45,10 @@ def test_fit_warns_in_one_line_and_report_flags_the_agent(fitted, capsys, monkey
 
     fit = load_fit(tmp / "fit.nc")  # a saved and re-loaded fit keeps what the report reads
     data = from_records(str(tmp / "log.csv"), agent="agent", task="task", run="run", score="score")
-    monkeypatch.setattr(_build, "SECTIONS", ("abilities", "ranks", "side-by-side"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        md = build(fit, data, path=tmp / "r.md", n_resamples=99, progress=False).read_text()
+        md = build(fit, data, path=tmp / "r.md", n_resamples=99, progress=False,
+                   sections=["abilities", "ranks", "side-by-side"]).read_text()
     flagged = "separated by the data (every run failed, or every run succeeded)"
     for heading in ("Agent abilities", "Rank probabilities", "Bayesian and frequentist side by side"):
         body = md.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]

@@ -14,13 +14,10 @@ from hierbench.testing import simulate_eval
 
 
 @pytest.mark.slow  # one small fit (2 chains x 100 draws), then a Markdown report
-def test_pairs_with_the_separated_agent_are_flagged(tmp_path, monkeypatch):
-    """The report is ``build``'s own, its sections cut to the one read here (``SECTIONS``, the order
-    ``build`` runs): the pair section is computed and written as in the whole report.
+def test_pairs_with_the_separated_agent_are_flagged(tmp_path):
+    """The report is ``build``'s own, its sections cut to the one read here (``sections=``): the
+    pair section is computed and written as in the whole report.
     """
-    from hierbench.report import _build
-
-    monkeypatch.setattr(_build, "SECTIONS", ("pairwise",))
     ds, _ = simulate_eval(n_agents=3, n_tasks=12, n_runs=2, rng=1)
     zero = str(ds["agent"].values[1])
     ds["score"].loc[{"agent": zero}] = 0.0
@@ -29,7 +26,7 @@ def test_pairs_with_the_separated_agent_are_flagged(tmp_path, monkeypatch):
         # no posterior predictive: the predictive check is not read here (the posterior is the same to the bit)
         fit = bayes.fit(bayes.build_crossed(ds), draws=100, tune=100, chains=2, rng=0, progress=False,
                         posterior_predictive=False)
-        md = build(fit, ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+        md = build(fit, ds, path=tmp_path / "r.md", n_resamples=99, progress=False, sections=["pairwise"]).read_text()
     body = md.split("## Does A beat B?", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in body.splitlines() if line.startswith("| agent_")]
     assert len(rows) == 3
