@@ -69,6 +69,7 @@ from ._intervals import ZERO_WIDTH_ADVICE as ZERO_WIDTH_ADVICE
 from ._intervals import check_interval
 from ._intervals import entry_names as entry_names
 from ._intervals import flag_advice as flag_advice
+from ._intervals import flat_cause as flat_cause
 from ._intervals import interval_label
 from ._intervals import make_interval
 from ._progress import Progress

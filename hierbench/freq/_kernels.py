@@ -28,8 +28,8 @@ from scipy.special import ndtri
 from .._base import ZERO_WIDTH_ADVICE
 from .._base import SmallSampleWarning
 from .._base import as_rng
+from .._base import flat_cause
 from .._base import warn_user
-from .._base._intervals import flat_cause
 from .._docs import fill_doc
 
 __all__ = ["cr2_mean_se", "exact_zero_spread", "normal_z", "ratio", "task_weights", "weight_blocks"]
