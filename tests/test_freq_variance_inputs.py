@@ -106,8 +106,8 @@ def test_paired_allocation_finds_the_integer_optimum():
             if B // (ct + R * cr) >= 2
         )
         got = optimal_allocation(
-            B, cost_task=ct, cost_run=cr, sigma2_interaction=s_mt, sigma2_residual=s_e
-        )
+            B, cost_task=ct, cost_run=cr, sigma2_interaction=s_mt, sigma2_residual=s_e, min_tasks=2
+        )  # the brute force is over T >= 2; the default floor is the sign-flip test's (6 tasks)
         assert float(got.var_mean_diff) <= best * (1 + 1e-12)
         assert float(got.cost) <= B
 

@@ -153,6 +153,9 @@ from ._warnings import UnbalancedDesignError
 
 __all__ = ["variance_components"]
 
+#: a REML estimate at most this times the scores' variance is at the boundary 0 (``_warn_zero``)
+BOUNDARY_REL = 1e-8
+
 
 # --------------------------------------------------------------------------- the design
 
@@ -549,31 +552,40 @@ def _warn_truncated(est: np.ndarray, names: tuple[str, ...]) -> None:
         )
 
 
-def _warn_zero(fit: Fit, names: tuple[str, ...], use_anova: bool) -> None:
-    """Say when every score is equal, or (REML) when components are estimated at 0.
+def _warn_zero(fit: Fit, names: tuple[str, ...], use_anova: bool) -> np.ndarray:
+    """Say when every score is equal, or (REML) when components are estimated at 0; return the latter.
 
     ANOVA's zeros are named by ``_warn_truncated``; a REML estimate on the boundary is
     the same finding (no variance for the component beyond the others), so it is named
-    with the same warning.
+    with the same warning. The rule: an estimate at most ``BOUNDARY_REL`` x the scores'
+    variance. The components it finds are held at exactly 0 in the result (the optimiser
+    stops a rounding error away from the boundary, 1.5e-17, which code downstream would
+    read as a positive variance); the mask returned says which.
     """
     y = np.asarray(fit.y, dtype=float)
+    est = np.asarray(fit.est, dtype=float)
+    none = np.zeros(est.shape, dtype=bool)
     if y.size and float(np.ptp(y)) == 0.0:
         warn_user(
             f"every score equals {y[0]:.4g}: every variance component is 0 and the data show "
             "no variation to split (the coefficients E rho^2 and Phi are 0 / 0)",
             NegativeVarianceComponentWarning,
         )
-        return
-    est = np.asarray(fit.est, dtype=float)
-    zero = est <= 1e-8 * float(np.var(y))
-    if not use_anova and zero.any():
-        warn_user(
-            "REML estimates of variance components at the boundary 0: "
-            + ", ".join(n for n, z in zip(names, zero, strict=True) if z)
-            + " (the likelihood is largest at 0: the data show no variance for them beyond the "
-            "other components); their intervals are one-sided",
-            NegativeVarianceComponentWarning,
-        )
+        return none
+    zero = est <= BOUNDARY_REL * float(np.var(y))
+    if use_anova or not zero.any():
+        return none
+    # the residual is kept as fitted: the other components are fitted relative to it
+    held = [f"{n} {v:.2g}" for n, v, z in zip(names, est, zero, strict=True) if z and v != 0 and n != "residual"]
+    warn_user(
+        "REML estimates of variance components at the boundary 0: "
+        + ", ".join(n for n, z in zip(names, zero, strict=True) if z)
+        + " (the likelihood is largest at 0: the data show no variance for them beyond the "
+        "other components); their intervals are one-sided"
+        + (f"; held at exactly 0 in the result (the fit stopped at {', '.join(held)})" if held else ""),
+        NegativeVarianceComponentWarning,
+    )
+    return zero & (np.asarray(names) != "residual")
 
 
 def _missing_note(long: Long) -> str:
@@ -700,5 +712,5 @@ def variance_components(
     ci_method = _choose_ci(ci, use_anova, fit, plan)
     _warn_missing(long, int(np.asarray(fit.y).size))
     _warn_truncated(fit.est, plan.dsg.names)
-    _warn_zero(fit, plan.dsg.names, use_anova)
+    fit.est = np.where(_warn_zero(fit, plan.dsg.names, use_anova), 0.0, fit.est)  # what the rule calls 0 is 0
     return with_counts_hash(_assemble(plan, fit, use_anova, ci_method, prob), data)  # the report checks it

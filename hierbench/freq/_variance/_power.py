@@ -41,8 +41,13 @@ from ..._base import warn_user
 from ..._docs import fill_doc
 from . import _dstudy
 from . import _intervals
+from ._allocation import PAIRED
+from ._allocation import PAIRED_MAX_CANDIDATES
+from ._allocation import _search_interval
 from ._allocation import allocate_clustered
 from ._allocation import allocate_paired
+from ._allocation import design_cost
+from ._allocation import pick
 from ._clusters import ClusterDesign
 from ._clusters import cluster_design
 from ._clusters import clustered_facets
@@ -50,7 +55,12 @@ from ._clusters import component_values
 from ._clusters import pool_interactions
 from ._dstudy import warn_extrapolation
 from ._result import VarianceComponentsResult
+from ._result import paired_var
 from ._result import require_components
+from ._result import task_floor
+from ._result import zero_at
+from ._result import zero_words
+from ._warnings import NegativeVarianceComponentWarning
 
 __all__ = [
     "ClusterDesign",
@@ -817,6 +827,117 @@ def _clustered_r_star(setup: dict) -> float:
     return math.inf if den == 0 else math.sqrt(num / den)
 
 
+# --------------------------------------------------------------------------- a plan's floors
+# The rules (the fewest tasks, the words at agent x task 0) are ``_result``'s, one owner for the
+# planners here and VarianceComponentsResult.optimal_allocation.
+
+
+def interaction_at_zero(components) -> tuple[list[str], str, float, float] | None:
+    """The agent x task-side components a paired plan reads (``pool_interactions``), when every one is at 0.
+
+    ``zero_at``'s description of them (names, how each came to 0, the sum of their upper
+    bounds, the level); None when ``components`` is not a G-study or the pooled ``s_mt`` is
+    above 0.
+    """
+    if not isinstance(components, VarianceComponentsResult) or components.measurement is None:
+        return None
+    fac = clustered_facets(components)
+    a, t, c = fac[:3] if fac is not None else (*components.facets[:2], "cluster")
+    parts, s_mt = pool_interactions(component_values(components), a, t, c)
+    return zero_at(components, list(parts)) if parts and s_mt == 0 else None
+
+
+def _at_least(budget, cost_task, cost_run, s_mt, s_e, r_star, t_min, rule) -> xr.Dataset:
+    """``allocate_paired``'s search among the plans of at least ``t_min`` tasks.
+
+    ``T >= t_min`` is ``R <= (B / t_min - c_task) / c_run``: the same candidates (1, the
+    integers around ``R*``, the most runs ``t_min`` tasks allow) and the same exact bound on
+    the rest, with the runs capped there.
+    """
+    most = int(budget // (cost_task + cost_run))
+    r_cap = int((budget / t_min - cost_task) // cost_run)
+    if most < t_min or r_cap < 1:
+        raise ValueError(
+            f"`budget` {budget} pays for {most} tasks with one run each ({cost_task} + {cost_run} a "
+            f"task), fewer than the plan's floor, {rule}; raise the budget, or pass min_tasks= "
+            "explicitly to plan with fewer tasks"
+        )
+    cands = {1, r_cap}
+    if math.isfinite(r_star):
+        cands |= {min(r_cap, max(1, f(r_star))) for f in (math.floor, math.ceil)}
+    runs = np.array(sorted(cands), dtype=float)
+    tasks = np.floor_divide(budget, cost_task + runs * cost_run)
+    runs, tasks = runs[tasks >= t_min], tasks[tasks >= t_min]
+    v = float(np.min((2 * s_mt + 2 * s_e / runs) / tasks))
+    lo, hi = _search_interval(v * (1 + 1e-12), budget, cost_task, cost_run, s_mt, s_e, r_cap)
+    search = "integers around R*"
+    if hi - lo + 1 <= PAIRED_MAX_CANDIDATES:
+        search = "exact"
+        runs = np.union1d(runs, np.arange(lo, hi + 1, dtype=float))
+        tasks = np.floor_divide(budget, cost_task + runs * cost_run)
+        runs, tasks = runs[tasks >= t_min], tasks[tasks >= t_min]
+    var = paired_var(s_mt, s_e, tasks, runs)
+    cost = design_cost(PAIRED, "agent", {"task": cost_task, "run": cost_run}, {"task": tasks, "run": runs}, 1.0)
+    (i,) = pick(var, "var_paired_diff")
+    data = {"r_star": r_star, "n_runs": int(runs[i]), "n_tasks": int(tasks[i]), "var_mean_diff": float(var[i]),
+            "cost": float(np.asarray(cost)[i])}  # fmt: skip
+    attrs = {"budget": budget, "cost_task": cost_task, "cost_run": cost_run, "search": search}
+    return xr.Dataset(data, attrs=attrs)
+
+
+def _paired_plan(budget, cost_task, cost_run, s_mt, s_e, r_star, t_min, rule) -> xr.Dataset:
+    """``allocate_paired``'s plan, or where it has fewer than ``t_min`` tasks the best plan of ``t_min`` or more.
+
+    Attrs ``min_tasks`` and ``min_tasks_rule`` state the floor; ``floor_binding`` whether it
+    changed the plan (the plan without it, in words).
+    """
+    out = allocate_paired(budget, cost_task, cost_run, s_mt, s_e, r_star)
+    binding = ""
+    if int(out["n_tasks"]) < t_min:
+        binding = f"without it: {int(out['n_tasks'])} tasks x {int(out['n_runs'])} runs"
+        out = _at_least(budget, cost_task, cost_run, s_mt, s_e, r_star, t_min, rule)
+    out.attrs.update({"min_tasks": t_min, "min_tasks_rule": rule, "floor_binding": binding})
+    return out
+
+
+def _r_star(s_mt: float, s_e: float, cost_task: float, cost_run: float) -> float:
+    """``R* = sqrt(s_e c_task / (s_mt c_run))``, ``inf`` at ``s_mt = 0`` (see :func:`optimal_runs`)."""
+    if s_mt == 0 and s_e == 0:
+        raise ValueError(
+            "`sigma2_interaction` and `sigma2_residual` are both 0: every allocation has zero "
+            "variance, so there is no optimal number of runs"
+        )
+    if s_mt == 0:
+        return math.inf
+    return math.sqrt(s_e * cost_task / (s_mt * cost_run))
+
+
+def _warn_zero_plan(out: xr.Dataset, zero, s_e: float, t_min: int, rule: str) -> None:
+    """Warn of a paired plan made at an agent x task side estimated at 0, with the plan at its upper bound.
+
+    ``out`` gains ``var_mean_diff_upper`` (its variance at the bound) and attrs
+    ``sigma2_interaction_upper``, ``plan_at_upper`` and ``interaction_at_zero`` (the words).
+    """
+    T, R, v = int(out["n_tasks"]), int(out["n_runs"]), float(out["var_mean_diff"])
+    text = zero_words(zero, f"this plan ({T} tasks x {R} runs, Var(dbar) {v:.3g})")
+    up = zero[2]
+    if math.isfinite(up):
+        v_up = float(paired_var(up, s_e, float(T), float(R)))
+        B, c_t, c_r = out.attrs["budget"], out.attrs["cost_task"], out.attrs["cost_run"]
+        at = _paired_plan(B, c_t, c_r, up, s_e, _r_star(up, s_e, c_t, c_r), t_min, rule)
+        plan = f"{int(at['n_tasks'])} tasks x {int(at['n_runs'])} runs, Var(dbar) {float(at['var_mean_diff']):.3g}"
+        text += (
+            f": at the upper bound this plan's Var(dbar) is {v_up:.3g} ({v_up / v:.3g} times); the plan at the "
+            f"bound is {plan} (sigma2_interaction={up:.4g}, sigma2_residual={s_e:.4g} plans there)"
+        )
+        out["var_mean_diff_upper"] = v_up
+        out.attrs.update({"sigma2_interaction_upper": up, "plan_at_upper": plan})
+    else:
+        text += ": give sigma2_interaction= a value you trust to plan at it"
+    out.attrs["interaction_at_zero"] = text
+    warn_user(text, NegativeVarianceComponentWarning)
+
+
 @fill_doc
 def optimal_runs(
     *,
@@ -868,7 +989,10 @@ def optimal_runs(
     -------
     float
         ``R*``; ``inf`` when there is no variance between tasks (repeats are then
-        the only noise to average), 0 when tasks are free.
+        the only noise to average), 0 when tasks are free. From ``components`` with the
+        agent x task side estimated at 0 (a truncated ANOVA estimate, or REML at the
+        boundary) ``inf`` rests on that estimate: a :class:`NegativeVarianceComponentWarning`
+        gives its upper bound and ``R*`` there.
 
     Examples
     --------
@@ -885,14 +1009,39 @@ def optimal_runs(
     s_mt, s_e = _sigmas(components, sigma2_interaction, sigma2_residual)
     cost_task = check_number(cost_task, "cost_task", low=0)
     cost_run = check_number(cost_run, "cost_run", low=0, low_open=True)
-    if s_mt == 0 and s_e == 0:
+    r_star = _r_star(s_mt, s_e, cost_task, cost_run)
+    if (zero := interaction_at_zero(components)) is not None:
+        up = zero[2]
+        at = f": at that bound R* = {_r_star(up, s_e, cost_task, cost_run):.4g}" if math.isfinite(up) else ""
+        warn_user(zero_words(zero, f"R* = {r_star:g}") + at, NegativeVarianceComponentWarning)
+    return r_star
+
+
+def _plan_clusters(budget, components, s_mt, s_e, cost_task, cost_run, clusters, cost_cluster, choose,
+                   min_tasks, alpha) -> xr.Dataset:
+    """:func:`optimal_allocation` with clusters (the floor's arguments refused: the units are clusters)."""
+    if min_tasks is not None or alpha is not None:
         raise ValueError(
-            "`sigma2_interaction` and `sigma2_residual` are both 0: every allocation has zero "
-            "variance, so there is no optimal number of runs"
+            "`min_tasks` and `alpha` set the floor of a plan of independent tasks; with `clusters` the units "
+            f"are clusters (got min_tasks={min_tasks!r}, alpha={alpha!r}): check a plan of few clusters with "
+            "paired_power"
         )
-    if s_mt == 0:
-        return math.inf
-    return math.sqrt(s_e * cost_task / (s_mt * cost_run))
+    budget = check_number(budget, "budget", low=0, low_open=True)
+    setup = _cluster_setup(clusters, components, s_mt, s_e, cost_task, cost_run, cost_cluster, choose)
+    return _with_note(_clustered_allocation(budget, setup), components)
+
+
+def _plan_tasks(budget, components, s_mt, s_e, cost_task, cost_run, min_tasks, alpha) -> xr.Dataset:
+    """:func:`optimal_allocation` of independent tasks: the floor, and the warning at an interaction at 0."""
+    s_mt, s_e = _sigmas(components, s_mt, s_e)
+    r_star = _r_star(s_mt, s_e, check_number(cost_task, "cost_task", low=0),
+                     check_number(cost_run, "cost_run", low=0, low_open=True))
+    budget = check_number(budget, "budget", low=0, low_open=True)
+    t_min, rule = task_floor(min_tasks, 0.05 if alpha is None else alpha)
+    out = _paired_plan(budget, cost_task, cost_run, s_mt, s_e, r_star, t_min, rule)
+    if (zero := interaction_at_zero(components)) is not None:
+        _warn_zero_plan(out, zero, s_e, t_min, rule)
+    return _with_note(out, components)
 
 
 @fill_doc
@@ -907,22 +1056,26 @@ def optimal_allocation(
     clusters: ClusterDesign | None = None,
     cost_cluster: float | None = None,
     choose_cluster_size: bool = False,
+    min_tasks: int | None = None,
+    alpha: float | None = None,
 ) -> xr.Dataset:
     """Integer (tasks, runs) for a budget ``B = T (c_task + R c_run)`` minimising Var(dbar).
 
     For each number of runs per task ``R`` the most tasks the budget pays for
-    (``T = floor(B / (c_task + R c_run))``, at least 2) is taken, and the
+    (``T = floor(B / (c_task + R c_run))``, at least ``min_tasks``) is taken, and the
     ``R`` with the smallest ``Var(dbar) = (2 s_mt + 2 s_e / R) / T`` wins (the
     smallest ``R`` on a tie). The search is exact: it covers every ``R`` whose
     continuous bound ``(2 s_mt + 2 s_e / R)(c_task + R c_run) / B`` can beat
     the integers around ``R*`` (attrs ``search="exact"``), unless that is more
     than two million values (then the integers around ``R*``, 1 and the most
-    runs two tasks allow: ``search="integers around R*"``). The rounding of
+    runs ``min_tasks`` tasks allow: ``search="integers around R*"``). The rounding of
     ``T`` makes the best ``R`` differ from the integers around ``R*``; they
     gave up to 20% more variance in a quarter of random cases.
     This is the paired case of :meth:`VarianceComponentsResult.optimal_allocation`
     (the D-study of ``run:(agent*task)`` with criterion ``var_paired_diff``, one agent's
-    runs costed): both use the same cost rule, D-study variance and choice of the optimum.
+    runs costed): both use the same cost rule, D-study variance, choice of the optimum and floor.
+    An agent x task side estimated at 0 (``R* = inf``) is used as given, with a
+    :class:`NegativeVarianceComponentWarning`: its upper bound, this plan's variance there, the plan there.
 
     With ``clusters`` the unit bought is a cluster (``B = K (c_cluster + m c_task +
     m R c_run)``, at least 2 clusters) and ``Var(dbar) = (m* s_c + s_w + s_e / R) / (K m)``
@@ -942,16 +1095,22 @@ def optimal_allocation(
     cost_task, cost_run, clusters, cost_cluster, choose_cluster_size
         As in :func:`optimal_runs`.
     %(power_components)s
+    min_tasks : int, optional
+        The fewest tasks (>= 2); default the fewest whose exact two-sided sign-flip test can
+        reach ``alpha`` (``2^(1 - T) <= alpha``: 6 at 0.05). Not with ``clusters``.
+    alpha : float, optional
+        The level of the paired test the plan is for (default 0.05). Not with ``clusters``.
 
     Returns
     -------
     xarray.Dataset
-        Scalars ``r_star``, ``n_runs``, ``n_tasks``, ``var_mean_diff``,
-        ``cost``; attrs ``budget``, ``cost_task``, ``cost_run``, ``search``. With
-        ``clusters`` also ``n_clusters``, ``tasks_per_cluster`` (mean), ``design_effect``
-        (at the runs chosen; ``m_star`` when sizes are chosen), ``n_tasks`` the clusters
-        times the mean size (rounded up); attrs ``unit="clusters"``, ``cost_cluster``,
-        ``cluster_sizes`` and ``design_effect_source``.
+        Scalars ``r_star``, ``n_runs``, ``n_tasks``, ``var_mean_diff``, ``cost``; attrs ``budget``,
+        ``cost_task``, ``cost_run``, ``search``, ``min_tasks``, ``min_tasks_rule``, ``floor_binding``
+        (the plan without the floor where it bound); at agent x task 0 ``var_mean_diff_upper``, attrs
+        ``sigma2_interaction_upper``, ``plan_at_upper``, ``interaction_at_zero``. With ``clusters``
+        also ``n_clusters``, ``tasks_per_cluster`` (mean), ``design_effect`` (at the runs chosen;
+        ``m_star`` when sizes are chosen), ``n_tasks`` the clusters times the mean size (rounded
+        up); attrs ``unit="clusters"``, ``cost_cluster``, ``cluster_sizes``, ``design_effect_source``.
 
     Notes
     -----
@@ -964,8 +1123,8 @@ def optimal_allocation(
     --------
     >>> a = optimal_allocation(1000.0, cost_task=10.0, cost_run=1.0,
     ...                        sigma2_interaction=0.02, sigma2_residual=0.2)
-    >>> int(a.n_runs), int(a.n_tasks)
-    (10, 50)
+    >>> int(a.n_runs), int(a.n_tasks), a.attrs["min_tasks"]
+    (10, 50, 6)
 
     METR-like components (a ``run:(agent*(task:cluster))`` fit of METR's 83 tasks in 36
     families: agent x family 0.016, agent x task 0.028, run 0.059 on the success scale;
@@ -981,20 +1140,10 @@ def optimal_allocation(
     clusters bring ``R*`` to 2.6 and the variance up by 1.72 times).
     """
     if _clustered(clusters, cost_cluster, choose_cluster_size):
-        budget = check_number(budget, "budget", low=0, low_open=True)
-        setup = _cluster_setup(clusters, components, sigma2_interaction, sigma2_residual,
-                               cost_task, cost_run, cost_cluster, choose_cluster_size)
-        return _with_note(_clustered_allocation(budget, setup), components)
-    r_star = optimal_runs(
-        cost_task=cost_task,
-        cost_run=cost_run,
-        components=components,
-        sigma2_interaction=sigma2_interaction,
-        sigma2_residual=sigma2_residual,
-    )
-    s_mt, s_e = _sigmas(components, sigma2_interaction, sigma2_residual)
-    budget = check_number(budget, "budget", low=0, low_open=True)
-    return _with_note(allocate_paired(budget, cost_task, cost_run, s_mt, s_e, r_star), components)
+        return _plan_clusters(budget, components, sigma2_interaction, sigma2_residual, cost_task, cost_run,
+                              clusters, cost_cluster, choose_cluster_size, min_tasks, alpha)
+    return _plan_tasks(budget, components, sigma2_interaction, sigma2_residual, cost_task, cost_run, min_tasks,
+                       alpha)
 
 
 def _clustered_allocation(budget: float, setup: dict) -> xr.Dataset:
