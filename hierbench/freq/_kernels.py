@@ -16,6 +16,7 @@ resampled mean is a matrix product and nothing loops over resamples.
 from __future__ import annotations
 
 import contextlib
+import math
 import warnings
 from collections.abc import Iterator
 from typing import Literal
@@ -32,7 +33,7 @@ from .._base import flat_cause
 from .._base import warn_user
 from .._docs import fill_doc
 
-__all__ = ["cr2_mean_se", "exact_zero_spread", "normal_z", "ratio", "task_weights", "weight_blocks"]
+__all__ = ["cr2_mean_se", "exact_zero_spread", "normal_z", "ratio", "resolvable", "task_weights", "weight_blocks"]
 
 #: elements of the largest weight block :func:`weight_blocks` yields at once (16 MiB of float64)
 BLOCK_ELEMENTS = 2**21
@@ -624,3 +625,17 @@ def one_blas_thread():
     except ImportError:  # pragma: no cover - optional
         return contextlib.nullcontext()
     return threadpool_limits(1, user_api="blas")
+
+
+def resolvable(n_units: int, n_tests: int, alpha: float) -> bool:
+    """Whether a sign-flip test on ``n_units`` units can pass Holm's first threshold.
+
+    Its smallest p-value is ``2^(1 - n_units)`` (every unit's difference of one sign);
+    Holm's first threshold is ``alpha / n_tests``.
+
+    Examples
+    --------
+    >>> resolvable(12, 300, 0.05), resolvable(500, 300, 0.05)
+    (False, True)
+    """
+    return n_units >= 1 and (1 - n_units) * math.log(2) <= math.log(alpha / n_tests)

@@ -22,7 +22,7 @@ computed exactly whenever that is affordable, and by Monte Carlo otherwise:
   ``alpha / m`` with room to spare, whatever ``m``.
 
 No test based on sign flips of ``n`` units can give a p-value below
-``2^(1 - n)``; :func:`resolvable` says whether that floor clears Holm's first
+``2^(1 - n)``; ``resolvable`` (freq._kernels) says whether that floor clears Holm's first
 threshold, which is how :func:`compare_agents` decides between this test and
 the asymptotic paired t-test.
 
@@ -42,13 +42,13 @@ from fractions import Fraction
 import numpy as np
 
 from ..._base import SmallSampleWarning
+from .._kernels import resolvable
 
 __all__ = [
     "PValueResolutionWarning",
     "auto_test",
     "family_permutations",
     "resolution_note",
-    "resolvable",
     "sign_flip_pvalues",
 ]
 
@@ -83,25 +83,11 @@ def family_permutations(n_tests: int, alpha: float) -> int:
     return max(_MIN_PERMUTATIONS, math.ceil(_RESOLUTION * n_tests / alpha) - 1)
 
 
-def resolvable(n_units: int, n_tests: int, alpha: float) -> bool:
-    """Whether a sign-flip test on ``n_units`` units can pass Holm's first threshold.
-
-    Its smallest p-value is ``2^(1 - n_units)`` (every unit's difference of one sign);
-    Holm's first threshold is ``alpha / n_tests``.
-
-    Examples
-    --------
-    >>> resolvable(12, 300, 0.05), resolvable(500, 300, 0.05)
-    (False, True)
-    """
-    return n_units >= 1 and (1 - n_units) * math.log(2) <= math.log(alpha / n_tests)
-
-
 def auto_test(n_units: np.ndarray, *, need: int, alpha: float, unit: str) -> tuple[str, str]:
     """The test ``test="auto"`` takes, and why: sign flips when every unit count can pass, else the t.
 
     ``need``: 1 for a test at the level ``alpha`` (one pair, or max-T), ``m`` for Holm
-    and BH's first threshold ``alpha / m`` (:func:`resolvable`). ``compare_agents`` and
+    and BH's first threshold ``alpha / m`` (``resolvable`` (freq._kernels)). ``compare_agents`` and
     ``paired_test`` (the p-value it recommends) choose by this one rule.
 
     Examples

@@ -54,12 +54,12 @@ from ._clusters import clustered_facets
 from ._clusters import component_values
 from ._clusters import pool_interactions
 from ._dstudy import warn_extrapolation
+from ._floors import paired_var
+from ._floors import task_floor
+from ._floors import zero_at
+from ._floors import zero_words
 from ._result import VarianceComponentsResult
-from ._result import paired_var
 from ._result import require_components
-from ._result import task_floor
-from ._result import zero_at
-from ._result import zero_words
 from ._warnings import NegativeVarianceComponentWarning
 
 __all__ = [
