@@ -67,7 +67,7 @@ def test_the_reports_flag_names_the_cluster_and_what_holds_instead():
     """
     from hierbench.report import Report
     from hierbench.report._context import _Context
-    from hierbench.report._sections import _sec_side
+    from hierbench.report._sec_side import _sec_side
 
     data = _data()
     rows = data["score"].to_series().dropna().reset_index()

@@ -665,7 +665,7 @@ def test_side_by_side_says_how_the_model_and_the_tasks_run_weigh_clusters():
     hand: cluster A's three tasks score 1, 1, 0.5 and B's one task 0 (mean over two agents, one run):
     0.625 per task, (5/6 + 0) / 2 = 0.417 per cluster. A fit without clusters says nothing of it.
     """
-    from hierbench.report._sections import cluster_weights
+    from hierbench.report._shift import cluster_weights
 
     s = np.array([[1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 0.0, 0.0]])[:, :, None]
     tasks = ["t1", "t2", "t3", "t4"]
@@ -685,7 +685,7 @@ def test_side_by_side_says_how_the_model_and_the_tasks_run_weigh_clusters():
 
 
 def _shared_shift_of(d, clusters):
-    from hierbench.report._sections import shared_shift
+    from hierbench.report._shift import shared_shift
 
     return shared_shift(d, population=True, clusters=clusters)
 
@@ -768,7 +768,7 @@ def test_side_by_side_names_a_shift_most_agents_share():
     """
     from scipy.stats import binomtest
 
-    from hierbench.report._sections import shared_shift
+    from hierbench.report._shift import shared_shift
 
     d = pd.Series([-0.04, -0.03, -0.03, -0.02, 0.01, -0.01, -0.04, -0.03, -0.02, -0.05])
     assert binomtest(9, 10).pvalue < 0.05 < binomtest(7, 8).pvalue
@@ -931,7 +931,7 @@ def test_checklist_seed_is_the_rng_that_reruns_the_fit():
     """A fit stamps ``seed`` (the sampler's, drawn from ``rng``) and ``rng_seed`` (``rng`` itself);
     the checklist gave the first as "fit seed", which `hierbench fit --seed` does not reproduce.
     """
-    from hierbench.report._sections import _fit_seed
+    from hierbench.report._sec_checklist import _fit_seed
 
     fit = xr.DataTree()
     fit.attrs = {"seed": 1826701614, "rng_seed": 0}
@@ -969,7 +969,7 @@ def test_ppc_bars_are_the_reports_level():
     """
     from hierbench.report._context import _Context
     from hierbench.report._figures import ppc_rootogram
-    from hierbench.report._sections import _sec_ppc
+    from hierbench.report._sec_ppc import _sec_ppc
 
     rng = np.random.default_rng(0)
     n_cells, n = 12, 4
@@ -1032,7 +1032,7 @@ def test_side_by_side_says_an_undefined_interval_is_not_judged():
     """
     from hierbench import freq
     from hierbench.report._context import _Context
-    from hierbench.report._sections import _sec_side
+    from hierbench.report._sec_side import _sec_side
 
     data, _ = simulate_eval(n_agents=3, n_tasks=20, n_runs=2, rng=5)
     data["score"] = data["score"].where(data["agent"] != data["agent"][0], 0.0)
@@ -1062,7 +1062,7 @@ def test_side_by_side_counts_the_tasks_scored_where_errored_runs_are_excluded():
     from hierbench import freq
     from hierbench.data import from_records
     from hierbench.report._context import _Context
-    from hierbench.report._sections import _sec_side
+    from hierbench.report._sec_side import _sec_side
 
     g = np.random.default_rng(3)
     rows = pd.DataFrame(
@@ -1207,7 +1207,7 @@ def test_the_abilities_caption_says_which_points_have_no_bar():
     """An agent at 100% and one at 0%: BCa is undefined for both, the forest drew two bare points
     under a caption of "95% intervals", which reads as certainty. The caption now names them.
     """
-    from hierbench.report._sections import _no_bar
+    from hierbench.report._sec_abilities import _no_bar
 
     boot = pd.DataFrame({"estimate": [1.0, 0.0, 0.4], "lower": [np.nan, np.nan, 0.2], "upper": [np.nan, np.nan, 0.6]},
                         index=pd.Index(["top", "zero", "mid"], name="agent"))  # fmt: skip
@@ -1282,8 +1282,8 @@ def test_the_abilities_flag_says_a_graded_agent_at_an_end_of_the_scale_in_its_gr
     """The report's abilities flag said "every task scored 0" for an agent graded `no` on every task
     (its log never held a 0); now "every task graded no (score 0)". 0/1 scores keep "scored 0".
     """
-    from hierbench.report._sections import _few_flag
-    from hierbench.report._sections import data_grades
+    from hierbench.report._flags import _few_flag
+    from hierbench.report._flags import data_grades
 
     rows = [{"agent": a, "task": f"t{t}", "score": g} for a, g in (("never", "no"), ("always", "yes")) for t in range(4)]
     ds = from_records_words(rows)
@@ -1309,7 +1309,7 @@ def test_a_formula_fits_own_task_level_is_not_called_the_bootstraps_target():
     the text called the former "the estimand of the task bootstrap"; the intervals have different
     targets (these tasks fixed, a new draw of tasks), and the text now says which.
     """
-    from hierbench.report._sections import _MIXED_LEVEL
+    from hierbench.report._notes import _MIXED_LEVEL
 
     text = _MIXED_LEVEL.format(what="expected mean score over the tasks it ran")
     assert "estimand of the task bootstrap" not in text

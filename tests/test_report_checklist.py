@@ -180,7 +180,7 @@ def test_seed_row_finds_a_seed_recorded_on_the_estimate_only(clustered):
     """A person fit records its seed on its estimate (the result has no attrs of its own): the demo's
     seed row said "seed not recorded" for the person fit it had drawn with its seed.
     """
-    from hierbench.report._sections import _recorded_seed
+    from hierbench.report._sec_checklist import _recorded_seed
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

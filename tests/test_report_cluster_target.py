@@ -50,8 +50,8 @@ def _fit(new_task: list[float], observed: list[float] | None = None, clusters: b
 
 
 def _section(which: str, fit: xr.DataTree, data: xr.Dataset) -> dict:
-    from hierbench.report._sections import _sec_abilities
-    from hierbench.report._sections import _sec_side
+    from hierbench.report._sec_abilities import _sec_abilities
+    from hierbench.report._sec_side import _sec_side
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -124,8 +124,8 @@ def test_a_shared_shift_is_put_down_to_the_weighting_only_when_it_goes_that_way(
     shift by the sign test): lower, the weighting is named with the population; higher (METR's case),
     the weighting is said to go the other way, and the population and pooling named instead.
     """
-    from hierbench.report._sections import cluster_weights
-    from hierbench.report._sections import shared_shift
+    from hierbench.report._shift import cluster_weights
+    from hierbench.report._shift import shared_shift
 
     agents = [f"m{i}" for i in range(10)]
     data = xr.Dataset({"score": (("agent", "task", "run"), np.tile([1.0, 1.0, 1.0, 0.0], (10, 1))[:, :, None])},

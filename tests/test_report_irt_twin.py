@@ -17,8 +17,8 @@ from hierbench import freq
 from hierbench.report import Report
 from hierbench.report._context import _Context
 from hierbench.report._context import _Skip
-from hierbench.report._sections import _sec_abilities
-from hierbench.report._sections import _sec_side
+from hierbench.report._sec_abilities import _sec_abilities
+from hierbench.report._sec_side import _sec_side
 from hierbench.testing import simulate_eval
 
 PROB, RNG, N_RES = 0.95, 2, 99

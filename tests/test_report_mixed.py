@@ -21,10 +21,10 @@ from hierbench.report import build
 from hierbench.report._context import _Context
 from hierbench.report._passk import _sec_passk
 from hierbench.report._report import Report
+from hierbench.report._sec_abilities import _sec_abilities
 from hierbench.report._sec_pairs import _sec_pairwise
-from hierbench.report._sections import _sec_abilities
-from hierbench.report._sections import _sec_ranks
-from hierbench.report._sections import _sec_side
+from hierbench.report._sec_ranks import _sec_ranks
+from hierbench.report._sec_side import _sec_side
 from hierbench.testing import simulate_eval
 
 

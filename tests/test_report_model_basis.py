@@ -22,7 +22,7 @@ from hierbench.report._context import _Context
 from hierbench.report._context import _Skip
 from hierbench.report._report import Report
 from hierbench.report._sec_pairs import _sec_pairwise
-from hierbench.report._sections import _sec_ranks
+from hierbench.report._sec_ranks import _sec_ranks
 
 D = ("chain", "draw")
 

@@ -7,7 +7,7 @@ Widths here are by hand.
 
 import pandas as pd
 
-from hierbench.report._sections import _narrower_boot
+from hierbench.report._sec_side import _narrower_boot
 
 
 def _wide(boot, bayes) -> pd.DataFrame:

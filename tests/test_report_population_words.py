@@ -24,9 +24,9 @@ from hierbench.report._passk import _all_pass_lean
 from hierbench.report._passk import letter_of
 from hierbench.report._passk import note_letters
 from hierbench.report._ppc_tasks import task_spread_text
-from hierbench.report._sections import ClusterWeights
-from hierbench.report._sections import _abilities_shift
-from hierbench.report._sections import shared_shift
+from hierbench.report._shift import ClusterWeights
+from hierbench.report._shift import _abilities_shift
+from hierbench.report._shift import shared_shift
 
 MODELS = ["crossed", "beta_binomial"]
 #: by model: words its text must hold, words it must not

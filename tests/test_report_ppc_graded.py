@@ -21,7 +21,7 @@ import xarray as xr
 from hierbench.report._context import _Context
 from hierbench.report._context import _Skip
 from hierbench.report._report import Report
-from hierbench.report._sections import _sec_ppc
+from hierbench.report._sec_ppc import _sec_ppc
 
 
 def _graded_fit(rng, scale: list[float], runs: list[int], agents: list[str], n_draws: int = 300):

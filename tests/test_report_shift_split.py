@@ -78,7 +78,7 @@ def _ctx(fit: xr.DataTree, data: xr.Dataset) -> _Context:
 
 
 def _side_text(ctx: _Context) -> str:
-    from hierbench.report._sections import _sec_side
+    from hierbench.report._sec_side import _sec_side
 
     rep = Report("t")
     with warnings.catch_warnings():
@@ -127,8 +127,8 @@ def test_agent_abilities_says_the_shift_its_split_and_which_number_to_quote(swe_
     """The abilities section, read first, carries the same split (numpy, as above) and the sentence on
     which number to quote; with clusters its label is a new task from a new task cluster.
     """
-    from hierbench.report._sections import _new_task_target
-    from hierbench.report._sections import as_table
+    from hierbench.report._report import as_table
+    from hierbench.report._sec_abilities import _new_task_target
 
     _, hand, new, obs, ctx = swe_like
     boot = hand["per task"].reindex(AGENTS).to_numpy()

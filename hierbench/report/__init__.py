@@ -22,6 +22,11 @@ from ._figures import interval_forest
 from ._figures import passk_curves
 from ._figures import ppc_plot
 from ._figures import variance_plot
+from ._flags import FEW_UNITS as FEW_UNITS  # for the demo; not in __all__
+from ._flags import data_grades as data_grades  # for the demo; not in __all__
+from ._flags import graded_flag as graded_flag  # for the demo; not in __all__
+from ._flags import pass1_bounds as pass1_bounds  # for the demo; not in __all__
+from ._flags import scored_words as scored_words  # for the demo; not in __all__
 from ._match import FitDataMismatchError
 from ._match import check_fit_data
 from ._pair_rows import PAIR_ROWS as PAIR_ROWS  # for the CLI; not in __all__
@@ -54,17 +59,12 @@ from ._passk import unbiased_interval as unbiased_interval  # for the demo; not 
 from ._report import Report
 from ._report import as_table
 from ._report import markdown_table
+from ._sec_data import coverage_flags as coverage_flags  # for the demo; not in __all__
+from ._sec_data import marked_agents as marked_agents  # for the CLI; not in __all__
+from ._sec_data import misfit_agents as misfit_agents  # for the demo; not in __all__
 from ._sec_pairs import graded_units as graded_units  # for the CLI and the demo; not in __all__
-from ._sections import FEW_UNITS as FEW_UNITS  # for the demo; not in __all__
-from ._sections import cluster_weights as cluster_weights  # for the demo; not in __all__
-from ._sections import coverage_flags as coverage_flags  # for the demo; not in __all__
-from ._sections import data_grades as data_grades  # for the demo; not in __all__
-from ._sections import graded_flag as graded_flag  # for the demo; not in __all__
-from ._sections import marked_agents as marked_agents  # for the CLI; not in __all__
-from ._sections import misfit_agents as misfit_agents  # for the demo; not in __all__
-from ._sections import pass1_bounds as pass1_bounds  # for the demo; not in __all__
-from ._sections import scored_words as scored_words  # for the demo; not in __all__
-from ._sections import shared_shift as shared_shift  # for the demo; not in __all__
+from ._shift import cluster_weights as cluster_weights  # for the demo; not in __all__
+from ._shift import shared_shift as shared_shift  # for the demo; not in __all__
 
 __all__ = [
     "MATRIX_ABOVE",

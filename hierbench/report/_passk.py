@@ -275,7 +275,7 @@ def _apart(unb: pd.DataFrame, bay: pd.DataFrame) -> pd.Series:
     rule, so that row is judged by the intervals and the posterior mean alone: the model's pass^k is
     never exactly 0 or 1, so its interval never holds that value, whatever the data.
     """
-    from ._sections import _disagree
+    from ._flags import _disagree
 
     kind = "unbiased"  # the rule reads the frequentist side as ``bootstrap <kind>``
     inside = (unb["estimate"] > 0) & (unb["estimate"] < 1)
@@ -318,8 +318,8 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     unb, bay = (None if t is None else in_report_order(t, ctx) for t in (unb, bay))  # the legend's order too
     table = in_report_order(passk_table(unb, bay, what, ctx.prob), ctx)
     if bay is not None:  # a separated agent's posterior pass^k is its prior's (the fit's note)
-        from ._sections import _add_flag
-        from ._sections import separated_flags
+        from ._flags import _add_flag
+        from ._flags import separated_flags
 
         table["flag"] = _add_flag(table["flag"], separated_flags(ctx, table.index, number="posterior pass^k"))
     if "tasks (>= k runs)" not in table:  # a fit alone: the counts from its constant data, as the text says

@@ -15,18 +15,18 @@ from ._context import _Context
 from ._context import _label
 from ._context import _Skip
 from ._figures import LABELS_MAX
+from ._flags import SEPARATED_FLAG
+from ._flags import note_separation
+from ._flags import separated_agents
+from ._notes import _mixed_note
+from ._notes import _no_level
+from ._notes import _separated_caption
 from ._order import agent_order
 from ._order import order_words
 from ._pair_rows import PAIR_ROWS
 from ._pair_rows import PAIRS_CSV
 from ._pair_rows import link_caption
 from ._report import Report
-from ._sections import SEPARATED_FLAG
-from ._sections import _mixed_note
-from ._sections import _no_level
-from ._sections import _separated_caption
-from ._sections import note_separation
-from ._sections import separated_agents
 
 
 def _compare(ctx: _Context):

@@ -197,7 +197,7 @@ def _table(parts: list[pd.DataFrame], rows: dict, undefined: dict[str, str]) -> 
         table.loc[list(undefined), col] = ""  # an undefined row sums no terms (it read "NaN")
     summed = pd.Series(False, index=table.index)
     if "G-theory lower" in table:  # an end a sum of components has not: said in words, and why
-        from ._sections import _add_flag
+        from ._flags import _add_flag
 
         summed = table["G-theory terms"].fillna("").str.contains(" + ", regex=False) & table["G-theory lower"].isna()
         table["flag"] = _add_flag(table["flag"].astype(str), pd.Series(
@@ -227,7 +227,7 @@ def _agreement(table: pd.DataFrame) -> pd.DataFrame:
     left out of that rule, so its row is judged by the intervals and the Bayes estimate. Without
     one (a sum of components) the G-theory estimate against the Bayes interval, the boundary not judged.
     """
-    from ._sections import _add_flag
+    from ._flags import _add_flag
 
     g = [c for c in table.columns if str(c).startswith("G-theory (")]
     if not g or "Bayes terms" not in table:
@@ -256,7 +256,7 @@ def _agreement(table: pd.DataFrame) -> pd.DataFrame:
 
 def _apart(table: pd.DataFrame, est: pd.Series, glo: pd.Series, ghi: pd.Series) -> pd.Series:
     """The abilities table's ``disagree`` rule (its one owner) on a row's G-theory and Bayes intervals."""
-    from ._sections import _disagree
+    from ._flags import _disagree
 
     sides = {"bootstrap g": (est, glo, ghi), "Bayes ETI": (table["Bayes estimate"], table["Bayes lower"], table["Bayes upper"])}
     wide = pd.concat({f"{m} {b}": v for m, vs in sides.items() for b, v in zip(("estimate", "lower", "upper"), vs, strict=True)},
