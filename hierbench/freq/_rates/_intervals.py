@@ -718,6 +718,17 @@ def _rate_interval(
     return se.rename("standard_error"), df.rename("df"), ci, flag.astype(object).rename("ci_flag"), unit, kind_of
 
 
+def _errors(data, run_dim: str, task_dim: str, n_runs: xr.DataArray, micro: xr.DataArray) -> tuple:
+    """``(n_errors, error_rate)`` per agent: errored runs over the runs attempted (NaN without an ``error`` var)."""
+    if not (isinstance(data, xr.Dataset) and "error" in data):
+        return xr.full_like(n_runs, 0), xr.full_like(micro, np.nan)
+    err = data["error"].astype(bool)
+    n_err = err.sum((run_dim, task_dim))
+    # an errored run excluded from the scores (errors="exclude") was still attempted
+    attempted = (data["score"].notnull() | err).sum((run_dim, task_dim))
+    return n_err, n_err / attempted.where(attempted > 0)
+
+
 @renamed_kwargs(dim="run_dim")
 @fill_doc
 def success_rate(
@@ -747,10 +758,8 @@ def success_rate(
     or few tasks carry the mean, the t interval falls short and the distribution-free
     bound replaces it (``ci_flag`` says so: METR's gpt-3.5-turbo-instruct, 3 tasks
     succeeding of 83, had a plain t interval reaching below 0). ``ci_detail`` names the SE
-    and df; ``df`` holds them per agent. An agent whose every task (or cluster) has one
-    mean strictly inside (0, 1) (1 of 2 runs passing on every task, say) has no spread to
-    measure, where the t interval would have zero width: the bound replaces it there too,
-    and ``ci_flag`` says so.
+    and df; ``df`` holds them per agent. Where every task (or cluster) has one mean inside
+    (0, 1) there is no spread to measure (a t interval of zero width): the bound, flagged.
 
     Parameters
     ----------
@@ -797,15 +806,7 @@ def success_rate(
     if tag is not None and tag in y.coords:
         by_tag = cell.groupby(y.coords[tag].rename("tag")).mean(task_dim)
         macro = by_tag.mean("tag")
-    if isinstance(data, xr.Dataset) and "error" in data:
-        err = data["error"].astype(bool)
-        n_err = err.sum((run_dim, task_dim))
-        # an errored run excluded from the scores (errors="exclude") was still attempted
-        attempted = (data["score"].notnull() | err).sum((run_dim, task_dim))
-        err_rate = n_err / attempted.where(attempted > 0)
-    else:
-        n_err = xr.full_like(n_runs, 0)
-        err_rate = xr.full_like(micro, np.nan)
+    n_err, err_rate = _errors(data, run_dim, task_dim, n_runs, micro)
     over = POPULATION_OVER if unit is None else POPULATION_OVER_CLUSTERS.format(unit=unit)
     res = SuccessRateResult(
         micro=micro.rename("micro").assign_attrs(over=over),
