@@ -77,7 +77,7 @@ def test_compare_json_header_says_the_settings_that_took_effect(tmp_path, capsys
     doc = json.loads(capsys.readouterr().out)
     assert doc["adjust"] == "none" and doc["adjust_reason"].startswith("none: one pair")
     assert doc["simultaneous_interval_kind"] is None and "not computed" in doc["simultaneous_interval"]
-    assert doc["per_pair_interval_kind"] == "percentile"  # computed: its kind stays
+    assert doc["per_pair_interval_kind"] == "t"  # computed: its kind stays (the paired t by default since s75)
     # three agents on shared tasks: max-T, its interval computed, its kind said
     path = _log(tmp_path, {"a": range(30), "b": range(30), "c": range(30)}, name="three.csv", seed=1)
     assert main(["compare", path, "--json", "--no-person-fit"]) == 0

@@ -36,6 +36,6 @@ def test_zero_width_warning_names_the_interval_computed_and_the_simultaneous_one
         cmp = compare_agents(_log(rows, runs=1), n_resamples=199, rng=0)
     msgs = [str(w.message) for w in rec if w.category is ZeroWidthIntervalWarning]
     assert cmp.attrs["adjust"] == "maxt" and cmp.ci_simultaneous.sel(agent="A", opponent="C").values.tolist() == [1, 1]
-    assert any(m.startswith("the 95% percentile interval has zero width for 1 of 3 pairs: A - C") for m in msgs)
+    assert any(m.startswith("the 95% t interval has zero width for 1 of 3 pairs: A - C") for m in msgs)
     assert any(m.startswith("the 95% max-t simultaneous interval has zero width for 1 of 3 pairs: A - C") for m in msgs)
     assert all("B" not in m.split(":")[1] for m in msgs)  # only the pair whose difference is the same everywhere

@@ -971,7 +971,7 @@ def _said(a: dict, key: str) -> bool:
 
 
 def _per_pair_words(cmp) -> str:
-    """The per-pair interval (``ci``) as the result describes it: a bootstrap, or a CR2 t over clusters."""
+    """The per-pair interval (``ci``) as the result describes it: the paired t (CR2 over clusters) by default, a bootstrap if asked."""
     ds = _dataset(cmp)
     ci = ds["ci"].attrs if "ci" in ds else {}
     if not ci.get("ci_detail"):

@@ -71,7 +71,8 @@ def _pair_units(
     win, lose = (means > 0.5).astype(float), (means < 0.5).astype(float)
     n10 = win @ lose.T
     st["p_mcnemar"] = np.where(st["defined"], _mcnemar_p(n10[pi, pj], n10[pj, pi]), np.nan)
-    undefined = [f"{agents[pi[k]]} vs {agents[pj[k]]}" for k in np.flatnonzero(~st["defined"]).tolist()]
+    # named as the result's table names them (``to_frame``'s index: row agent minus column agent)
+    undefined = [f"{agents[pi[k]]} - {agents[pj[k]]}" for k in np.flatnonzero(~st["defined"]).tolist()]
     if undefined:
         more = f" and {len(undefined) - 10:,} more" if len(undefined) > 10 else ""
         warn_user(
