@@ -187,9 +187,14 @@ def test_seed_003_paired_worked_example():
     assert round(float(res.se), 4) == 0.0157  # "SE = 1.57 points"
     assert round(float(res.p_t), 3) == 0.022  # "two-sided p ~ 0.022"
     assert round(float(res.p_mcnemar), 3) == 0.030  # "exact McNemar ... p ~ 0.030"
-    # "95% CI = [+0.5, +6.7]" (Wald); the bootstrap percentile interval agrees to within
-    # its Monte Carlo error (9,999 resamples: ~0.001) plus the Wald/percentile difference.
+    # "95% CI = [+0.5, +6.7]" (Wald); ``ci`` is the paired t (499 df, scipy's quantile), and the
+    # bootstrap percentile interval (``ci_bootstrap``) agrees to within its Monte Carlo error
+    # (9,999 resamples: ~0.001) plus the Wald/percentile difference.
+    d = a - b
+    half = stats.t.ppf(0.975, 499) * np.std(d, ddof=1) / np.sqrt(500)
+    np.testing.assert_allclose(res.ci.values, [d.mean() - half, d.mean() + half], rtol=1e-12)
     np.testing.assert_allclose(res.ci.values, [0.005, 0.067], atol=0.002)
+    np.testing.assert_allclose(res.ci_bootstrap.values, [0.005, 0.067], atol=0.002)
     # with +-1 differences the sign-flip test is the exact two-sided sign (McNemar) test:
     # 62 non-zero units put it on the integer lattice, so it is computed exactly, no draws
     assert res.counts["exact"] and res.counts["n_permutations"] == 0
@@ -197,8 +202,10 @@ def test_seed_003_paired_worked_example():
     assert float(res.p_permutation) == pytest.approx(stats.binomtest(40, 62, 0.5).pvalue, rel=1e-12)
     assert float(res.prob_superiority) == pytest.approx(0.5 + 0.036 / 2)
     assert float(res.cohens_dz) == pytest.approx(0.036 / np.std(a - b, ddof=1))
-    assert res.ci.attrs["ci_prob"] == 0.95 and res.ci.attrs["ci_kind"] == "percentile"
-    assert "bootstrap" in res.ci.attrs["ci_detail"]
+    assert res.ci.attrs["ci_prob"] == 0.95 and res.ci.attrs["ci_kind"] == "t"
+    assert res.ci.attrs["ci_detail"].startswith("paired t interval over tasks (T - 1 df)")
+    assert res.ci_bootstrap.attrs["ci_prob"] == 0.95 and res.ci_bootstrap.attrs["ci_kind"] == "percentile"
+    assert "bootstrap" in res.ci_bootstrap.attrs["ci_detail"]
 
 
 @pytest.mark.slow

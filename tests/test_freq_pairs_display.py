@@ -84,6 +84,8 @@ def test_paired_test_repr_says_when_its_interval_and_p_value_disagree():
     The bootstrap mean of the differences (+1 w.p. 7/20, -1 w.p. 1/20, else 0) is at most 0 with
     exact multinomial probability 0.0131 < 0.025, so the 95% percentile interval excludes 0 (B =
     1999: Monte Carlo sd of that share 0.0025, so 0.025 is 4.7 of them above it) while p = 0.0703 > 0.05.
+    The default interval, the paired t (mean 0.3 +- t_0.975,19 sd / sqrt(20), by hand with scipy's
+    quantile), excludes 0 too, and the note names it.
     """
     a, b = np.zeros(20), np.zeros(20)
     a[:7], b[7], a[10:15], b[10:15] = 1, 1, 1, 1
@@ -93,12 +95,20 @@ def test_paired_test_repr_says_when_its_interval_and_p_value_disagree():
     assert 0.013 < at_most_0 < 0.0135
     p_exact = stats.binomtest(7, 8).pvalue
     ds = _ds([a, b])
-    res = paired_test(ds.score.sel(agent="A0"), ds.score.sel(agent="A1"), n_resamples=1999, rng=0)
+    res = paired_test(ds.score.sel(agent="A0"), ds.score.sel(agent="A1"), n_resamples=1999, rng=0,
+                      method="percentile")  # fmt: skip
     assert float(res.p_value) == pytest.approx(p_exact, abs=1e-12) and p_exact > 0.05
     assert float(res.ci.values[0]) > 0
     text = " ".join(repr(res).split())
     assert "note: per-pair CI and p disagree (at 0.05): CI excludes 0 only." in text
     assert "95% percentile interval and p_permutation are different procedures" in text
+    t_res = paired_test(ds.score.sel(agent="A0"), ds.score.sel(agent="A1"), n_resamples=99, rng=0)
+    d = a - b
+    lower = d.mean() - stats.t.ppf(0.975, 19) * np.std(d, ddof=1) / np.sqrt(20)
+    assert float(t_res.ci.values[0]) == pytest.approx(lower, rel=1e-12) and lower > 0
+    t_text = " ".join(repr(t_res).split())
+    assert "note: per-pair CI and p disagree (at 0.05): CI excludes 0 only." in t_text
+    assert "95% t interval and p_permutation are different procedures" in t_text
     # 12 against 1: p = binomtest(12, 13) < 0.05 and the interval excludes 0 too; they agree, no note
     a2 = a.copy()
     a2[15:20] = 1

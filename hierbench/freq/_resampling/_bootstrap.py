@@ -509,7 +509,7 @@ def _flags(plan: _Plan, n_out: int, same: np.ndarray, degenerate: np.ndarray) ->
 #: what gives an interval that holds better with few clusters: the CR2 t on Bell-McCaffrey df, per statistic
 _CR2_ROUTE = {
     "mean": "hierbench.freq.success_rate(data).ci takes the CR2 SE on Bell-McCaffrey df over the clusters (pass@1's rule)",
-    "pairs": "hierbench.freq.compare_agents(data).ci (and paired_test's p_t) is the pairs' CR2 t on Bell-McCaffrey df",
+    "pairs": "hierbench.freq.compare_agents(data).ci (and paired_test's ci) is the pairs' CR2 t on Bell-McCaffrey df",
     "pass": "hierbench.freq.{stat}(data, k)'s interval takes the CR2 SE on Bell-McCaffrey df over the clusters",
 }
 

@@ -24,12 +24,15 @@ from scipy import stats
 from ..._base import DEFAULT_PROB
 from ..._base import Result
 from ..._base import UndefinedWarning
+from ..._base import ZeroWidthIntervalWarning
 from ..._base import as_rng
+from ..._base import check_choice
 from ..._base import check_prob
 from ..._base import cluster_codes
 from ..._base import field_alias
 from ..._base import input_label
 from ..._base import interval_label
+from ..._base import make_interval
 from ..._base import renamed_kwargs
 from ..._base import warn_user
 from ..._docs import fill_doc
@@ -215,7 +218,14 @@ class PairedTestResult(Result):
     se : xarray.DataArray
         ``sd(d) / sqrt(T)``; with clusters the bias-reduced cluster-robust CR2.
     ci : xarray.DataArray
-        Paired task (cluster) bootstrap percentile interval, dim ``ci_bound``.
+        The pair's interval, dim ``ci_bound``, chosen by the rule of :func:`compare_agents` (the
+        same numbers it gives this pair): the paired t interval over the tasks (``T - 1`` df;
+        over clusters the CR2 t, Bell-McCaffrey df) unless ``method`` asks for the bootstrap and
+        the units are tasks. ``ci_kind`` (``"t"``, ``"percentile"``, ``"bca"``) and ``ci_detail``
+        say which; so do the repr's first line and ``to_frame()``'s ``ci_kind`` / ``ci_detail``.
+    ci_bootstrap : xarray.DataArray
+        The paired task (cluster) bootstrap interval (``method``'s kind, percentile by default),
+        always; ``ci`` too when a bootstrap ``method`` is asked for over tasks.
     p_permutation, p_permutation_mcse : xarray.DataArray
         Sign-flip p-value and its Monte Carlo standard error (0 when exact).
     p_bootstrap, p_bootstrap_mcse : xarray.DataArray
@@ -269,6 +279,7 @@ class PairedTestResult(Result):
     test_reason: str = ""
     agent_a: str = "a"
     agent_b: str = "b"
+    ci_bootstrap: xr.DataArray = field(default_factory=lambda: xr.DataArray(np.nan))
 
     _dataset_exclude = ("distribution",)
     _not_saved: ClassVar[Mapping[str, str]] = {"counts": "saved as one variable per key (n_tasks, n_excluded, ...)"}
@@ -282,6 +293,7 @@ class PairedTestResult(Result):
             "mean_diff",
             "se",
             "ci",
+            "ci_bootstrap",
             "p_permutation",
             "p_permutation_mcse",
             "p_bootstrap",
@@ -307,14 +319,27 @@ class PairedTestResult(Result):
         for k, v in self.counts.items():
             df[k] = v
         df["test"] = self.test
+        df["ci_detail"] = self.ci.attrs.get("ci_detail", "")  # which interval ``ci`` is, in words
         return df
 
     def _repr_lines(self) -> list[str]:
-        lines = super()._repr_lines()
+        lines = super()._repr_lines() + self._bootstrap_line()
         if self.test:
             lines.append(f"  p_value {float(self.p_value):.3g} (p_{self.test}, as compare_agents would choose: "
                          f"{self.test_reason})")
         return lines + self._disagree_lines()
+
+    def _bootstrap_line(self) -> list[str]:
+        """The repr's line for ``ci_bootstrap`` where ``ci`` is another interval (the t)."""
+        cb = self.ci_bootstrap
+        if "ci_bound" not in cb.dims or cb.attrs.get("ci_kind") == self.ci.attrs.get("ci_kind"):
+            return []
+        import textwrap
+
+        lo, hi = (float(v) for v in np.asarray(cb.values, dtype=float))
+        what = str(self.ci.attrs.get("ci_detail") or interval_label(self.ci)).split(";")[0]
+        text = f"ci is the {what}; ci_bootstrap [{lo:.4g}, {hi:.4g}] ({interval_label(cb)})"
+        return textwrap.wrap(text, 100, initial_indent="  ", subsequent_indent="    ")
 
     def _disagree_lines(self) -> list[str]:
         """The repr's note where the interval and ``p_value`` reach different verdicts at ``1 - ci_prob``.
@@ -401,9 +426,14 @@ def _paired_inputs(
 
 def _paired_bootstrap(
     a: xr.DataArray, b: xr.DataArray, *, dim: str, run_dim: str, cluster: str | None,
-    prob: float, n_resamples: int, method: str, gen: np.random.Generator,
+    prob: float, n_resamples: int, method: str, clustered: bool, gen: np.random.Generator,
 ) -> tuple[xr.DataArray, xr.DataArray]:
-    """The paired task (cluster) bootstrap interval of ``a - b`` and its distribution."""
+    """The paired task (cluster) bootstrap interval of ``a - b`` and its distribution.
+
+    ``method`` is :func:`paired_test`'s: ``"bca"`` gives the BCa interval, else the percentile.
+    Its zero width is warned only where it is ``ci`` (``_per_pair_kind``), as in :func:`compare_agents`.
+    """
+    from ._pairwise_result import _per_pair_kind  # it imports this module
     pair = xr.concat(
         [a.expand_dims(agent=["a"]), b.expand_dims(agent=["b"])],
         dim="agent",
@@ -413,17 +443,12 @@ def _paired_bootstrap(
     )
     if run_dim not in pair.dims:
         pair = pair.expand_dims({run_dim: [0]}, axis=-1)
-    boot = bootstrap_ci(
-        pair,
-        pairs=[("a", "b")],
-        n_resamples=n_resamples,
-        prob=prob,
-        method=method,
-        cluster=cluster,
-        run_dim=run_dim,
-        task_dim=dim,
-        rng=gen,
-    )
+    with warnings.catch_warnings():
+        if _per_pair_kind(method, "clusters" if clustered else "tasks") == "t":
+            warnings.simplefilter("ignore", ZeroWidthIntervalWarning)
+        boot = bootstrap_ci(pair, pairs=[("a", "b")], n_resamples=n_resamples, prob=prob,
+                            method="bca" if method == "bca" else "percentile", cluster=cluster,
+                            run_dim=run_dim, task_dim=dim, rng=gen)  # fmt: skip
     return boot.ci.isel(pair=0, drop=True), boot.distribution.isel(pair=0, drop=True)
 
 
@@ -450,8 +475,35 @@ def _recommended(flip: dict, n_units: int, unit: str, alpha: float) -> tuple[str
     return test, reason
 
 
+def _pair_ci(
+    out: dict, boot: xr.DataArray, method: str, clustered: bool, prob: float, a: xr.DataArray, b: xr.DataArray,
+    labels: tuple[str, str],
+) -> xr.DataArray:
+    """The pair's ``ci`` by :func:`compare_agents`' rule and code (``_per_pair_ci``), warned if of zero width.
+
+    Its t interval is kept to [-1, 1] where every score of ``a`` and ``b`` is in [0, 1], as there,
+    and a zero width is warned as there, the pair named ``A - B`` (the bootstrap's then is not:
+    ``_paired_bootstrap``).
+    """
+    from ._multiple import _unit_range  # they import this module
+    from ._pairwise_result import _per_pair_ci
+
+    unit_scores = _unit_range(np.concatenate([np.ravel(a.values), np.ravel(b.values)]).astype(float))
+    mats = {k: np.asarray(out[k], dtype=float) for k in ("mean_diff", "se", "df")}
+    ci = _per_pair_ci(method, "clusters" if clustered else "tasks", mats, boot, prob, unit_scores, dims=())
+    if ci.attrs["ci_kind"] == "t" and float(out["se"]) == 0.0:
+        unit = "cluster's mean difference" if clustered else "task's difference"
+        pair = {"pair": [f"{labels[0]} - {labels[1]}"]}
+        why = xr.DataArray([f"every {unit} is {float(out['mean_diff']) + 0.0:g}: its standard error is 0"],
+                           dims="pair", coords=pair)  # fmt: skip
+        lo, hi = (xr.DataArray([float(v)], dims="pair", coords=pair) for v in ci.values)
+        make_interval(lo, hi, prob=prob, kind="t", detail=ci.attrs.get("ci_detail"), zero_width_why=why)
+    return ci
+
+
 def _paired_result(
-    out: dict, flip: dict, ci, dist, counts: dict, choice: tuple[str, str], labels: tuple[str, str]
+    out: dict, flip: dict, ci, dist, counts: dict, choice: tuple[str, str], labels: tuple[str, str],
+    ci_bootstrap: xr.DataArray,
 ) -> PairedTestResult:
     scalar = {k: xr.DataArray(v) for k, v in out.items() if k != "df"}
     p_boot, p_boot_mcse = _bootstrap_p(dist.values)
@@ -475,6 +527,7 @@ def _paired_result(
         test_reason=choice[1],
         agent_a=labels[0],
         agent_b=labels[1],
+        ci_bootstrap=ci_bootstrap,
     )
 
 
@@ -490,7 +543,7 @@ def paired_test(
     prob: float = DEFAULT_PROB,
     n_resamples: int = 9999,
     n_permutations: int | None = None,
-    method: Literal["percentile", "bca"] = "percentile",
+    method: Literal["t", "percentile", "bca"] = "t",
     rng: None | int | np.random.Generator = None,
 ) -> PairedTestResult:
     """Compare two agents on the same tasks, the task (or cluster) as the unit.
@@ -498,27 +551,27 @@ def paired_test(
     Parameters
     ----------
     a, b : xarray.DataArray
-        Scores of agent A and agent B with dims ``(dim[, run_dim])``, same
-        task labels; runs are averaged within a task first (NaN = not run).
-        A task that either agent never ran is excluded and counted.
+        Scores of agent A and agent B with dims ``(dim[, run_dim])``, same task labels; runs are
+        averaged within a task first (NaN = not run). A task either agent never ran is excluded, counted.
     task_dim, run_dim : str
         Task and run dims.
     cluster : str, None or "auto"
-        Task coord of clusters (repository, task family). ``"auto"`` uses a
-        ``cluster`` coord when present. With clusters, the sign flips act on
-        cluster sums of differences, the bootstrap draws whole clusters and
-        the t-test uses the CR2 cluster-robust SE with Bell-McCaffrey df.
+        Task coord of clusters (repository, task family). ``"auto"`` uses a ``cluster`` coord when
+        present. With clusters, the sign flips act on cluster sums of differences, the bootstrap
+        draws whole clusters and the t-test uses the CR2 cluster-robust SE with Bell-McCaffrey df.
     prob : float
-        Probability of the bootstrap interval.
+        Probability of the intervals.
     %(n_resamples)s
     n_permutations : int or None
-        Random sign patterns for a sign-flip p-value that cannot be computed
-        exactly; None (default) draws 9,999. The p-value is exact, with no
-        draws, by enumeration up to 14 non-zero units and by lattice
-        convolution whenever the differences lie on a grid (binary scores).
-    method : {"percentile", "bca"}
-        Bootstrap interval (passed to :func:`bootstrap_ci`); the bootstrap
-        p-value always inverts the percentile interval.
+        Random sign patterns for a sign-flip p-value that cannot be computed exactly; None (default)
+        draws 9,999. The p-value is exact, with no draws, by enumeration up to 14 non-zero units and
+        by lattice convolution whenever the differences lie on a grid (binary scores).
+    method : {"t", "percentile", "bca"}
+        ``ci`` by :func:`compare_agents`' rule (its numbers for this pair): ``"t"`` the paired t
+        (``T - 1`` df; over clusters the CR2 t, which a bootstrap ``method`` does not replace); at
+        95% over 6 / 10 / 30 tasks the percentile bootstrap held 0.84 / 0.90 / 0.94, the t 0.95
+        (``benchmarks/bench_pair_interval.py``). A bootstrap ``method`` is ``ci_bootstrap``'s
+        kind (percentile with ``"t"``); the bootstrap p-value inverts the percentile interval.
     %(rng)s
 
     Returns
@@ -527,11 +580,9 @@ def paired_test(
 
     Notes
     -----
-    McNemar's test uses each task's majority outcome: per-task mean score
-    above 1/2 is a success, below 1/2 a failure; a mean of exactly 1/2 has no
-    majority and the task is left out of McNemar (counted in
-    ``counts["n_mcnemar_ties"]``). With one binary run per task this is the
-    usual McNemar test.
+    McNemar's test uses each task's majority outcome: per-task mean score above 1/2 is a success,
+    below 1/2 a failure; a mean of exactly 1/2 has no majority and the task is left out of McNemar
+    (counted in ``counts["n_mcnemar_ties"]``). With one binary run per task it is the usual McNemar.
 
     Examples
     --------
@@ -539,12 +590,13 @@ def paired_test(
     >>> ds, _ = simulate_eval(n_agents=2, n_tasks=50, n_runs=3, rng=0)
     >>> res = paired_test(ds.score.sel(agent="agent_00"), ds.score.sel(agent="agent_01"),
     ...                   n_resamples=999, n_permutations=999, rng=1)
-    >>> res.ci.dims
-    ('ci_bound',)
+    >>> res.ci.dims, res.ci.attrs["ci_kind"], res.ci_bootstrap.attrs["ci_kind"]
+    (('ci_bound',), 't', 'percentile')
     >>> 0 < float(res.p_permutation) <= 1
     True
     """
     prob = check_prob(prob)
+    check_choice(method, "method", ("t", "percentile", "bca"))
     _check_counts(n_resamples, n_permutations)
     gen = as_rng(rng)
     va, vb, codes = _paired_inputs(a, b, task_dim, run_dim, cluster)
@@ -561,10 +613,12 @@ def paired_test(
         units[:, None], gen, n_permutations=n_permutations, n_tests=1, alpha=1 - prob
     )
     _warn_undefined(out, "paired_test")
-    ci, dist = _paired_bootstrap(
+    boot, dist = _paired_bootstrap(
         a, b, dim=task_dim, run_dim=run_dim, cluster=cluster, prob=prob,
-        n_resamples=int(n_resamples), method=method, gen=gen,
+        n_resamples=int(n_resamples), method=method, clustered=codes is not None, gen=gen,
     )
+    labels = (input_label(a, b, "a"), input_label(b, a, "b"))
+    ci = _pair_ci(out, boot, method, codes is not None, prob, a, b, labels)
     counts = {
         "n_tasks": int(both.sum()),
         "n_excluded": int((~both).sum()),
@@ -578,4 +632,4 @@ def paired_test(
     }
     n_units = int(both.sum()) if codes is None else int(np.unique(codes[both]).size)
     choice = _recommended(flip, n_units, "tasks" if codes is None else "clusters", 1 - prob)
-    return _paired_result(out, flip, ci, dist, counts, choice, (input_label(a, b, "a"), input_label(b, a, "b")))
+    return _paired_result(out, flip, ci, dist, counts, choice, labels, boot)

@@ -539,15 +539,15 @@ _IN_RANGE = "; intersected with [-1, 1], the range of a difference of scores in 
 
 
 def _pm_interval(
-    mats: dict, half: np.ndarray, prob: float, detail: str, unit_scores: bool, kind: str = "t"
+    mats: dict, half: np.ndarray, prob: float, detail: str, unit_scores: bool, kind: str = "t",
+    dims: tuple[str, ...] = ("agent", "opponent"),
 ) -> xr.DataArray:
-    """``mean_diff +- half`` over ``(agent, opponent)``, a t-based interval (``kind``) at ``prob``.
+    """``mean_diff +- half`` over ``dims`` (``(agent, opponent)``), a t-based interval (``kind``) at ``prob``.
 
     With ``unit_scores`` (every score in [0, 1]) the ends are kept to [-1, 1], where
     the difference lies: a confidence set cut to the parameter's range covers as
     often, and the detail says so.
     """
-    dims = ("agent", "opponent")
     lo, hi = mats["mean_diff"] - half, mats["mean_diff"] + half
     if unit_scores and np.isfinite(half).any():
         lo, hi, detail = np.maximum(lo, -1.0), np.minimum(hi, 1.0), detail + _IN_RANGE  # NaN stays NaN
@@ -562,9 +562,14 @@ def _pm_interval(
 
 
 def _t_interval(
-    mats: dict[str, np.ndarray], prob: float, clustered: bool, unit_scores: bool
+    mats: dict[str, np.ndarray], prob: float, clustered: bool, unit_scores: bool,
+    dims: tuple[str, ...] = ("agent", "opponent"),
 ) -> xr.DataArray:
-    """The paired t interval ``mean +- t_df * se`` of every pair (CR2 / Bell-McCaffrey with clusters)."""
+    """The paired t interval ``mean +- t_df * se`` of every pair (CR2 / Bell-McCaffrey with clusters).
+
+    Over ``dims``: the (agent, opponent) matrices of :func:`compare_agents`, or ``()`` for the
+    one pair of :func:`paired_test` (0-d ``mean_diff``, ``se``, ``df``), so both give the same numbers.
+    """
     with np.errstate(invalid="ignore"):
         q = stats.t.ppf(0.5 + prob / 2, np.where(mats["df"] > 0, mats["df"], np.nan))
     return _pm_interval(
@@ -572,6 +577,7 @@ def _t_interval(
         "paired t interval over "
         + ("clusters: CR2 cluster-robust SE, Bell-McCaffrey df" if clustered else "tasks (T - 1 df)"),
         unit_scores,
+        dims=dims,
     )
 
 
@@ -651,9 +657,25 @@ def _per_pair_kind(method: str, unit: str) -> str:
     percentile interval over few tasks covers less than its level (12 agents, 3 runs, logit
     abilities and task effects N(0, 1): 0.84 at 6 tasks, 0.90 at 10, 0.94 at 30, at 95%;
     BCa no better), where the t interval holds 0.95; over 6 clusters the cluster bootstrap
-    held 0.86, the CR2 t 0.95 (``compare_agents``' ``method`` gives the rest).
+    held 0.86, the CR2 t 0.95 (``compare_agents``' ``method`` gives the rest). The one rule of
+    :func:`compare_agents` and :func:`paired_test` (``_per_pair_ci``).
     """
     return "bootstrap" if method in ("percentile", "bca") and unit != "clusters" else "t"
+
+
+def _per_pair_ci(
+    method: str, unit: str, mats: dict, boot: xr.DataArray, prob: float, unit_scores: bool,
+    dims: tuple[str, ...] = ("agent", "opponent"),
+) -> xr.DataArray:
+    """A pair's ``ci`` by ``_per_pair_kind``: the paired t interval from ``mats`` or a copy of ``boot``.
+
+    ``mats`` holds ``mean_diff``, ``se`` and ``df`` over ``dims`` (``()`` for :func:`paired_test`'s
+    one pair); ``boot`` is the bootstrap interval (``ci_bootstrap``). :func:`compare_agents` and
+    :func:`paired_test` both call it, so one pair gets one interval from either.
+    """
+    if _per_pair_kind(method, unit) == "t":
+        return _t_interval(mats, prob, unit == "clusters", unit_scores, dims=dims)
+    return boot.copy()
 
 
 def _pairwise_result(
@@ -689,10 +711,8 @@ def _pairwise_result(
     )
     prob = float(attrs["ci_prob"])
     unit_scores = bool(attrs.get("unit_scores", False))
-    if _per_pair_kind(attrs.get("ci_method", "t"), attrs["unit"]) == "t":
-        ds["ci"] = _t_interval(mats, prob, attrs["unit"] == "clusters", unit_scores).assign_coords(coords)
-    else:
-        ds["ci"] = ds["ci_bootstrap"].copy()
+    ds["ci"] = _per_pair_ci(attrs.get("ci_method", "t"), attrs["unit"], mats, ds["ci_bootstrap"], prob,
+                            unit_scores).assign_coords(coords)  # fmt: skip
     ds["ci_simultaneous"] = _simultaneous_interval(
         mats, fam, prob, len(iu[0]), attrs.get("maxt_method", ""), unit_scores
     ).assign_coords(coords)
