@@ -1,6 +1,6 @@
 """paired_test's ``ci`` follows compare_agents' per-pair rule: the paired t by default (audit s75 A, finding 2).
 
-One owner of the rule (``_per_pair_kind`` / ``_per_pair_ci`` in ``_pairwise_result``): for a log of
+One owner of the rule (``_per_pair_kind`` / ``_per_pair_ci`` in ``_pair_interval``): for a log of
 two agents, paired_test's ``ci`` is compare_agents' ``ci`` for the pair, with and without
 clusters. Expected values independent of that code: the paired t written out with scipy's t
 quantile; over equal clusters the CR2 t is statsmodels' cluster-robust OLS interval (CR1 with

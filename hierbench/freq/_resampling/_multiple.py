@@ -70,6 +70,7 @@ from ._maxt import cr2_scores
 from ._maxt import mvt_maxt
 from ._maxt import mvt_reliable
 from ._maxt import signflip_maxt
+from ._pair_interval import _unit_range
 from ._pair_stats import _all_pairs
 from ._pair_stats import _pair_units
 from ._paired import _check_counts
@@ -426,11 +427,6 @@ def _check_tasks(score: xr.DataArray, task_dim: str) -> None:
             "(hierbench.data.summarize shows each agent's mean and runs)"
         )
 
-
-def _unit_range(x: np.ndarray) -> bool:
-    """Whether every finite score lies in [0, 1] (then a difference of their means lies in [-1, 1])."""
-    v = x[np.isfinite(x)]
-    return bool(v.size and v.min() >= 0.0 and v.max() <= 1.0)
 
 def _check_args(test, adjust, prob, n_resamples, n_permutations, n_draws, method) -> float:
     """:func:`compare_agents`' choices and counts checked; the level."""

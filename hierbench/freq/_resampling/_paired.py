@@ -40,6 +40,9 @@ from .._kernels import cr2_mean_se
 from .._kernels import exact_zero_spread
 from ._bootstrap import bootstrap_ci
 from ._bootstrap_engine import _percentile_p
+from ._pair_interval import _per_pair_ci
+from ._pair_interval import _per_pair_kind
+from ._pair_interval import _unit_range
 from ._signflip import PValueResolutionWarning
 from ._signflip import auto_test
 from ._signflip import resolution_note
@@ -433,7 +436,6 @@ def _paired_bootstrap(
     ``method`` is :func:`paired_test`'s: ``"bca"`` gives the BCa interval, else the percentile.
     Its zero width is warned only where it is ``ci`` (``_per_pair_kind``), as in :func:`compare_agents`.
     """
-    from ._pairwise_result import _per_pair_kind  # it imports this module
     pair = xr.concat(
         [a.expand_dims(agent=["a"]), b.expand_dims(agent=["b"])],
         dim="agent",
@@ -485,9 +487,6 @@ def _pair_ci(
     and a zero width is warned as there, the pair named ``A - B`` (the bootstrap's then is not:
     ``_paired_bootstrap``).
     """
-    from ._multiple import _unit_range  # they import this module
-    from ._pairwise_result import _per_pair_ci
-
     unit_scores = _unit_range(np.concatenate([np.ravel(a.values), np.ravel(b.values)]).astype(float))
     mats = {k: np.asarray(out[k], dtype=float) for k in ("mean_diff", "se", "df")}
     ci = _per_pair_ci(method, "clusters" if clustered else "tasks", mats, boot, prob, unit_scores, dims=())
