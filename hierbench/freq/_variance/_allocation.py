@@ -180,9 +180,9 @@ def _warn_optimum_far(vc, optimum: dict[str, int], spread: str) -> None:
 PAIRED_MAX_CANDIDATES = 2_000_000
 
 
-def _heuristic_runs(budget, cost_task, cost_run, r_star) -> tuple[np.ndarray, int]:
-    """Return runs per task 1, the integers around ``R*`` and the most two tasks allow (``r_max``)."""
-    r_max = max(1, int((budget / 2 - cost_task) // cost_run))  # at least 2 tasks
+def _heuristic_runs(budget, cost_task, cost_run, r_star, t_min: int = 2) -> tuple[np.ndarray, int]:
+    """Return runs per task 1, the integers around ``R*`` and the most ``t_min`` tasks allow (``r_max``)."""
+    r_max = max(1, int((budget / t_min - cost_task) // cost_run))  # at least t_min tasks
     cands = {1, r_max}
     if math.isfinite(r_star):
         cands |= {max(1, min(r_max, math.floor(r_star))), max(1, min(r_max, math.ceil(r_star)))}
@@ -217,16 +217,16 @@ def _quadratic_integers(a: float, k: float, c: float, x_max: int) -> tuple[int, 
     return lo, hi
 
 
-def _paired_candidates(budget, cost_task, cost_run, s_mt, s_e, r_star):
+def _paired_candidates(budget, cost_task, cost_run, s_mt, s_e, r_star, t_min: int = 2):
     """Return the candidate (runs per task, tasks).
 
     Every ``R`` whose variance bound can beat the best of the integers around ``R*`` (all of
     them when that is at most ``PAIRED_MAX_CANDIDATES``), each with the most tasks the
-    budget pays for (>= 2).
+    budget pays for (>= ``t_min``).
     """
-    runs, r_max = _heuristic_runs(budget, cost_task, cost_run, r_star)
+    runs, r_max = _heuristic_runs(budget, cost_task, cost_run, r_star, t_min)
     tasks = np.floor_divide(budget, cost_task + runs * cost_run)
-    runs, tasks = runs[tasks >= 2], tasks[tasks >= 2]
+    runs, tasks = runs[tasks >= t_min], tasks[tasks >= t_min]
     if runs.size == 0:
         return runs, tasks, "exact"
     v = float(np.min((2 * s_mt + 2 * s_e / runs) / tasks))
@@ -235,21 +235,22 @@ def _paired_candidates(budget, cost_task, cost_run, s_mt, s_e, r_star):
         return runs, tasks, "integers around R*"
     runs = np.union1d(runs, np.arange(lo, hi + 1, dtype=float))
     tasks = np.floor_divide(budget, cost_task + runs * cost_run)
-    return runs[tasks >= 2], tasks[tasks >= 2], "exact"
+    return runs[tasks >= t_min], tasks[tasks >= t_min], "exact"
 
 
 def allocate_paired(
-    budget: float, cost_task: float, cost_run: float, s_mt: float, s_e: float, r_star: float
+    budget: float, cost_task: float, cost_run: float, s_mt: float, s_e: float, r_star: float, t_min: int = 2
 ) -> xr.Dataset:
     """Return the integer (tasks, runs per task) minimising a paired mean difference's variance.
 
-    See :func:`hierbench.freq.optimal_allocation`.
+    Among the plans of at least ``t_min`` tasks (the runs per task capped where the budget
+    leaves ``t_min`` tasks). See :func:`hierbench.freq.optimal_allocation`.
     """
-    runs, tasks, search = _paired_candidates(budget, cost_task, cost_run, s_mt, s_e, r_star)
+    runs, tasks, search = _paired_candidates(budget, cost_task, cost_run, s_mt, s_e, r_star, t_min)
     if runs.size == 0:
         raise ValueError(
-            f"`budget` {budget} cannot pay for 2 tasks with one run each "
-            f"(2 x ({cost_task} + {cost_run}))"
+            f"`budget` {budget} cannot pay for {t_min} tasks with one run each "
+            f"({t_min} x ({cost_task} + {cost_run}))"
         )
     comp = dict(zip(PAIRED.effects, (0.0, 0.0, s_mt, s_e), strict=True))
     sizes = {"agent": 1.0, "task": tasks, "run": runs}

@@ -41,13 +41,8 @@ from ..._base import warn_user
 from ..._docs import fill_doc
 from . import _dstudy
 from . import _intervals
-from ._allocation import PAIRED
-from ._allocation import PAIRED_MAX_CANDIDATES
-from ._allocation import _search_interval
 from ._allocation import allocate_clustered
 from ._allocation import allocate_paired
-from ._allocation import design_cost
-from ._allocation import pick
 from ._clusters import ClusterDesign
 from ._clusters import cluster_design
 from ._clusters import clustered_facets
@@ -847,44 +842,6 @@ def interaction_at_zero(components) -> tuple[list[str], str, float, float] | Non
     return zero_at(components, list(parts)) if parts and s_mt == 0 else None
 
 
-def _at_least(budget, cost_task, cost_run, s_mt, s_e, r_star, t_min, rule) -> xr.Dataset:
-    """``allocate_paired``'s search among the plans of at least ``t_min`` tasks.
-
-    ``T >= t_min`` is ``R <= (B / t_min - c_task) / c_run``: the same candidates (1, the
-    integers around ``R*``, the most runs ``t_min`` tasks allow) and the same exact bound on
-    the rest, with the runs capped there.
-    """
-    most = int(budget // (cost_task + cost_run))
-    r_cap = int((budget / t_min - cost_task) // cost_run)
-    if most < t_min or r_cap < 1:
-        raise ValueError(
-            f"`budget` {budget} pays for {most} tasks with one run each ({cost_task} + {cost_run} a "
-            f"task), fewer than the plan's floor, {rule}; raise the budget, or pass min_tasks= "
-            "explicitly to plan with fewer tasks"
-        )
-    cands = {1, r_cap}
-    if math.isfinite(r_star):
-        cands |= {min(r_cap, max(1, f(r_star))) for f in (math.floor, math.ceil)}
-    runs = np.array(sorted(cands), dtype=float)
-    tasks = np.floor_divide(budget, cost_task + runs * cost_run)
-    runs, tasks = runs[tasks >= t_min], tasks[tasks >= t_min]
-    v = float(np.min((2 * s_mt + 2 * s_e / runs) / tasks))
-    lo, hi = _search_interval(v * (1 + 1e-12), budget, cost_task, cost_run, s_mt, s_e, r_cap)
-    search = "integers around R*"
-    if hi - lo + 1 <= PAIRED_MAX_CANDIDATES:
-        search = "exact"
-        runs = np.union1d(runs, np.arange(lo, hi + 1, dtype=float))
-        tasks = np.floor_divide(budget, cost_task + runs * cost_run)
-        runs, tasks = runs[tasks >= t_min], tasks[tasks >= t_min]
-    var = paired_var(s_mt, s_e, tasks, runs)
-    cost = design_cost(PAIRED, "agent", {"task": cost_task, "run": cost_run}, {"task": tasks, "run": runs}, 1.0)
-    (i,) = pick(var, "var_paired_diff")
-    data = {"r_star": r_star, "n_runs": int(runs[i]), "n_tasks": int(tasks[i]), "var_mean_diff": float(var[i]),
-            "cost": float(np.asarray(cost)[i])}  # fmt: skip
-    attrs = {"budget": budget, "cost_task": cost_task, "cost_run": cost_run, "search": search}
-    return xr.Dataset(data, attrs=attrs)
-
-
 def _paired_plan(budget, cost_task, cost_run, s_mt, s_e, r_star, t_min, rule) -> xr.Dataset:
     """``allocate_paired``'s plan, or where it has fewer than ``t_min`` tasks the best plan of ``t_min`` or more.
 
@@ -895,7 +852,14 @@ def _paired_plan(budget, cost_task, cost_run, s_mt, s_e, r_star, t_min, rule) ->
     binding = ""
     if int(out["n_tasks"]) < t_min:
         binding = f"without it: {int(out['n_tasks'])} tasks x {int(out['n_runs'])} runs"
-        out = _at_least(budget, cost_task, cost_run, s_mt, s_e, r_star, t_min, rule)
+        most = int(budget // (cost_task + cost_run))
+        if most < t_min:
+            raise ValueError(
+                f"`budget` {budget} pays for {most} tasks with one run each ({cost_task} + {cost_run} a "
+                f"task), fewer than the plan's floor, {rule}; raise the budget, or pass min_tasks= "
+                "explicitly to plan with fewer tasks"
+            )
+        out = allocate_paired(budget, cost_task, cost_run, s_mt, s_e, r_star, t_min)  # the same search, capped
     out.attrs.update({"min_tasks": t_min, "min_tasks_rule": rule, "floor_binding": binding})
     return out
 
