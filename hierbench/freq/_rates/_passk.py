@@ -314,13 +314,14 @@ def mean_interval(
     fewer than 2 units leave no interval.
     """
     if codes is None:  # tasks as the unit
-        from .._kernels import ZERO_SPREAD
+        from .._kernels import exact_zero_spread
 
         with np.errstate(invalid="ignore", divide="ignore"):
             se = per_task.std(task_dim, ddof=1, skipna=True) / np.sqrt(n_tasks.where(n_tasks > 1))
         # equal values leave a rounding residue in their SD (2e-17 for twelve 0.1s): an exact 0, as the
-        # cluster path's CR2 SE has it (``exact_zero_spread``), so such a cell gets the bound (``flag_ladder``)
-        se = xr.where(se <= ZERO_SPREAD * abs(per_task).max(task_dim, skipna=True), 0.0, se)
+        # cluster path's CR2 SE has it, so such a cell gets the bound (``flag_ladder``)
+        scale = abs(per_task).max(task_dim, skipna=True).transpose(*se.dims)
+        se = se.copy(data=exact_zero_spread(se.values, scale.values))
         lo, hi, flag = _interval(per_task, mean, se, n_tasks, prob, task_dim)
         return se, lo, hi, flag, (n_tasks - 1.0).where(n_tasks > 1)
     return cluster_interval(per_task, mean, codes, prob, task_dim)

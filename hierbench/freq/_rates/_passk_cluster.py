@@ -51,8 +51,8 @@ def cluster_interval(
     the bound over clusters.
     """
     from ..._numerics import few_carry_side
-    from .._kernels import ZERO_SPREAD
     from .._kernels import cr2_mean_se
+    from .._kernels import exact_zero_spread
 
     y = per_task.transpose(..., task_dim)
     Y = np.asarray(y.values, dtype=float).reshape(-1, y.shape[-1])
@@ -71,7 +71,7 @@ def cluster_interval(
     lo, hi = logit_t_bounds(m, se, df, prob)
     fin = np.isfinite(Y)  # every task one value (to rounding): the tasks' flag, not the clusters'
     top, low = np.where(fin, Y, -np.inf).max(1), np.where(fin, Y, np.inf).min(1)
-    same = (top - low <= ZERO_SPREAD * np.abs(np.where(fin, Y, 0.0)).max(1)) & fin.any(1)
+    same = (exact_zero_spread(top - low, np.abs(np.where(fin, Y, 0.0)).max(1)) == 0) & fin.any(1)
     flag, bound = flag_ladder(
         m, se, n, few_carry_side(Y), n_clusters=G, even_clust=even_clusters(n_eff, G), same_tasks=same,
     )
