@@ -70,6 +70,7 @@ from ._maxt import cr2_scores
 from ._maxt import mvt_maxt
 from ._maxt import mvt_reliable
 from ._maxt import signflip_maxt
+from ._pair_interval import PAIR_METHODS
 from ._pair_interval import _unit_range
 from ._pair_stats import _all_pairs
 from ._pair_stats import _pair_units
@@ -93,7 +94,6 @@ __all__ = [
 
 _TESTS = ("auto", "permutation", "bootstrap", "t", "mcnemar")
 _ADJUSTS = ("auto", "maxt", "maxt-stepdown", "holm", "bh")
-_METHODS = ("t", "percentile", "bca")
 
 
 class MaxTApproximationWarning(SmallSampleWarning):
@@ -432,7 +432,7 @@ def _check_args(test, adjust, prob, n_resamples, n_permutations, n_draws, method
     """:func:`compare_agents`' choices and counts checked; the level."""
     check_choice(test, "test", _TESTS)
     check_choice(adjust, "adjust", _ADJUSTS)
-    check_choice(method, "method", _METHODS)
+    check_choice(method, "method", PAIR_METHODS)
     if adjust in _MAXT and test in ("bootstrap", "mcnemar"):
         raise ValueError(
             f"`adjust`={adjust!r} needs the joint null law of the pairs, which the {test} test "

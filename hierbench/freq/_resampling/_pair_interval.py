@@ -14,6 +14,9 @@ from scipy import stats
 
 from ..._base import make_interval
 
+#: the per-pair ``method`` choices of :func:`hierbench.freq.compare_agents` and :func:`hierbench.freq.paired_test`
+PAIR_METHODS = ("t", "percentile", "bca")
+
 
 def _unit_range(x: np.ndarray) -> bool:
     """Whether every finite score lies in [0, 1] (then a difference of their means lies in [-1, 1])."""

@@ -40,6 +40,7 @@ from .._kernels import cr2_mean_se
 from .._kernels import exact_zero_spread
 from ._bootstrap import bootstrap_ci
 from ._bootstrap_engine import _percentile_p
+from ._pair_interval import PAIR_METHODS
 from ._pair_interval import _per_pair_ci
 from ._pair_interval import _per_pair_kind
 from ._pair_interval import _unit_range
@@ -595,7 +596,7 @@ def paired_test(
     True
     """
     prob = check_prob(prob)
-    check_choice(method, "method", ("t", "percentile", "bca"))
+    check_choice(method, "method", PAIR_METHODS)
     _check_counts(n_resamples, n_permutations)
     gen = as_rng(rng)
     va, vb, codes = _paired_inputs(a, b, task_dim, run_dim, cluster)
