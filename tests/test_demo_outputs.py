@@ -60,10 +60,18 @@ def test_pass1_bound_of_an_all_zero_agent_is_clopper_pearsons():
     assert text["even"] == "" and text["odd"] == ""
 
 
-def test_pass1_bounds_say_nothing_for_partial_credit():
+def test_pass1_bounds_give_the_bound_for_partial_credit_too():
+    """pass_hat_k refuses partial credit; success_rate's interval is its rule on the task means.
+
+    The all-zero agent's bound is Clopper-Pearson's for no success in 10 (scipy), partial
+    credit elsewhere or not; ``odd`` (5 of 10 tasks carry its mean) has a t interval, not a
+    bound: nothing said (``even``, whose 4.5 rests on 5 tasks, is below the few-tasks line).
+    """
     ds = _all_fail(10)
     ds["score"][1, 0, 0] = 0.5
-    assert pass1_bounds(ds, 0.95).empty
+    text = pass1_bounds(ds, 0.95)
+    assert text["zero"] == f"[0.000, {_cp_upper_no_success(10):.3f}] at 95% over 10 tasks"  # 0.308
+    assert text["odd"] == ""
 
 
 def test_report_flag_gives_the_bound_for_an_agent_that_failed_every_task(tmp_path):
@@ -109,7 +117,7 @@ def test_demo_notes_say_why_the_interval_is_nan_and_give_the_bound():
     why = " ".join(_undefined_note(boot, bounds).split())
     assert why.startswith("zero: [nan, nan] because the BCa interval is undefined: every resample gives 0.000")
     assert "(every run on its 16 tasks scored 0)" in why and "the bootstrap has no spread" in why
-    assert "pass^1 bound" in why and "even" not in why and "odd" not in why
+    assert "its distribution-free bound, below" in why and "even" not in why and "odd" not in why
     few = " ".join(_few_note(boot, bounds).split())
     assert few.startswith("One score on every task: zero (every task scored 0): no resample can differ from the data")
     assert few.endswith(f"gives a bound that holds: zero [0.000, {hi:.3f}] at 95% over 16 tasks.")
@@ -682,11 +690,12 @@ def test_demo_on_grades_written_as_words_prints_commands_with_their_labels(share
     assert "grade g (the grade's number in the ordinal fit: 0 = no, 1 = perhaps, 2 = yes)" in passk
 
 
-def test_few_tasks_advice_on_graded_scores_does_not_send_the_reader_to_pass_hat_k(tmp_path):
-    """VerbAgg-like grades 0/1/2 read on [0, 1]: the demo and the report told the reader that
-    hierbench.freq.pass_hat_k(data, 1) gives a bound that holds for the agents few tasks carry,
-    yet pass_hat_k refuses any score that is not 0 or 1 (the premise, checked first). The advice
-    now says so; 0/1 scores keep the pointer.
+def test_few_tasks_advice_on_graded_scores_sends_the_reader_to_success_rate(tmp_path):
+    """VerbAgg-like grades 0/1/2 read on [0, 1]: pass_hat_k refuses any score that is not 0 or 1
+    (the premise, checked first), so the advice for the agents few tasks carry points to
+    success_rate, whose interval is the same rule on the task means, and gives its bound: for
+    the agent graded lowest on all 24 tasks, Clopper-Pearson's for no success in 24 (scipy).
+    0/1 scores keep the pointer to pass_hat_k.
     """
     from hierbench._base import PartialCreditError
     from hierbench.freq import pass_hat_k
@@ -704,10 +713,13 @@ def test_few_tasks_advice_on_graded_scores_does_not_send_the_reader_to_pass_hat_
         warnings.simplefilter("ignore")
         text = " ".join(_bootstrap_section(ctx).split())
         md = build(data=ds, path=tmp_path / "r.md", n_resamples=199, progress=False, freq=ABILITIES_ONLY).read_text()
+    zero = f"zero [0.000, {_cp_upper_no_success(24):.3f}] at 95% over 24 tasks"  # 0.142
     assert "One score on every task: zero" in text and "Few tasks carry the mean of two" in text
-    assert "gives a bound that holds" not in text and "refuses partial credit" in text
+    assert "success_rate(data) gives a bound that holds" in text and zero in text
+    assert "pass_hat_k(data, 1) gives" not in text
     abilities = md.split("## Agent abilities")[1].split("\n## ")[0]
-    assert "few tasks carry the mean" in abilities and "gives a bound that holds" not in abilities
+    row = next(r for r in abilities.splitlines() if r.startswith("| zero "))
+    assert "success_rate(data) gives a bound that holds" in row and zero.split(" ", 1)[1] in row
     binary = ds.assign(score=(ds["score"] >= 0.5).astype(float))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

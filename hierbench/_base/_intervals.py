@@ -109,21 +109,20 @@ def flat_cause(values: Any = None) -> str:
             f"for {mid.size} ({shown}){like}")
 
 
-#: in place of ``_BOUND_INSTEAD`` where the scores are not all 0 or 1: pass_hat_k refuses them
-_NO_BOUND = (
-    "hierbench.freq.pass_hat_k(data, 1), whose bound holds for 0/1 scores, refuses partial credit, so no "
-    "distribution-free bound is given for these scores"
-)
+#: in place of ``_BOUND_INSTEAD`` where the scores are not all 0 or 1: pass_hat_k refuses them, and
+#: success_rate applies its rule to the per-task mean scores (the same bound for 0/1 scores)
+_RATE_BOUND = "hierbench.freq.success_rate(data) gives a bound that holds (pass_hat_k's rule on the per-task mean scores)"
 
 
 def flag_advice(flag: str, binary: bool = True) -> str:
     """What to tell a reader about a bootstrap ``ci_flag``: :data:`ZERO_WIDTH_ADVICE` or :data:`FEW_CARRY_ADVICE`.
 
     ``binary=False`` (scores that are not all 0 or 1, such as grades read on [0, 1]): the
-    same, less the pointer to ``pass_hat_k(data, 1)``, which refuses such scores.
+    same, pointing to ``success_rate(data)``, whose interval is that bound on the per-task
+    mean scores, for ``pass_hat_k(data, 1)`` refuses such scores.
     """
     advice = ZERO_WIDTH_ADVICE if str(flag).startswith("every ") else FEW_CARRY_ADVICE
-    return advice if binary else advice.replace(_BOUND_INSTEAD, _NO_BOUND)
+    return advice if binary else advice.replace(_BOUND_INSTEAD, _RATE_BOUND)
 
 
 _CI_BOUND_COORDS = xr.Coordinates({"ci_bound": list(CI_BOUNDS)})

@@ -124,8 +124,8 @@ def _few_note(boot, bounds: pd.Series | None = None, binary: bool = True, grades
     """The agents whose bootstrap mean few tasks carry, named under the table with the bound that holds.
 
     ``bounds``: :func:`hierbench.report.pass1_bounds` of the data, each named agent's bound given;
-    ``binary=False``: the scores are not all 0 or 1, and the advice does not send the reader to
-    ``pass_hat_k``, which refuses them; ``grades``: a graded log's grade names (:func:`_grade_words`).
+    ``binary=False``: the scores are not all 0 or 1, and the advice sends the reader to
+    ``success_rate`` (``pass_hat_k`` refuses them); ``grades``: a graded log's grade names (:func:`_grade_words`).
     """
     from ..report import graded_flag
 
@@ -189,7 +189,7 @@ def _undefined_note(boot, bounds: pd.Series, grades: list[str] | None = None) ->
     for agent in boot.estimate["agent"].values[bad.values]:
         name = str(agent)
         instead = (
-            "what holds instead is its pass^1 bound, below"
+            "what holds instead is its distribution-free bound, below"
             if bounds.get(name, "")
             else "the percentile interval (--bootstrap-method percentile) is defined there"
             if method == "BCa"

@@ -216,38 +216,35 @@ def _few_flag(
     hit = few != ""
     said = bounds.reindex(index).fillna("").astype(str)
     said = said.where(said == "", ": " + said)
-    advice = few.map(lambda f: flag_advice(f, binary))  # pass_hat_k's bound is for 0/1 scores only
+    advice = few.map(lambda f: flag_advice(f, binary))  # pass_hat_k refuses partial credit: success_rate
     out[hit] = method + ": " + few[hit] + " (" + advice[hit] + said[hit] + ")"
     return out
 
 
 def pass1_bounds(data: xr.Dataset | None, prob: float) -> pd.Series:
-    """Each agent's :func:`hierbench.freq.pass_hat_k` ``(data, 1)`` interval where it is the bound.
+    """Each agent's :func:`hierbench.freq.success_rate` interval where it is the bound.
 
-    Text ``"[lo, hi] at 95% over n tasks"`` per agent (labels as text; ``"... over n
-    tasks in g clusters"`` where the tasks have clusters, over which the bound is taken)
-    where that interval is the distribution-free bound (its ``ci_flag`` names a
-    bound: every task scored 0 or 1, every task has the same value, or few tasks carry the
-    mean), ``""`` for the
-    other agents; empty without data or an ``agent`` dim, or for scores
-    that are not 0/1 (pass^k is defined for binary outcomes only).
+    That interval is ``pass_hat_k(data, 1)``'s rule on the per-task mean scores (for 0/1 scores
+    the same interval exactly), so partial credit gets the bound too. Text ``"[lo, hi] at 95%
+    over n tasks"`` per agent (labels as text; ``"... over n tasks in g clusters"`` where the
+    tasks have clusters, over which the bound is taken) where that interval is the
+    distribution-free bound (its ``ci_flag`` names a bound: every task scored 0 or 1, every
+    task has the same value, or few tasks carry the mean), ``""`` for the other agents; empty
+    without data or an ``agent`` dim.
     """
     from .. import freq
-    from .._base import PartialCreditError
     from .._base import cluster_codes
 
     if data is None or "agent" not in data.dims:
         return pd.Series(dtype=object)
-    try:
-        res = freq.pass_hat_k(data, 1, prob=prob)
-    except PartialCreditError:
-        return pd.Series(dtype=object)
+    res = freq.success_rate(data, prob=prob)
     lo, hi = (res.ci.sel(ci_bound=b).to_series() for b in ("lower", "upper"))
     flag, n = res.ci_flag.to_series().astype(str), res.n_tasks.to_series()
     where = [""] * len(n)
     cc = cluster_codes(data)
     if cc is not None and len(cc[1]) < data.sizes["task"]:  # the bound is over the clusters: said
-        used = res.per_task.notnull().transpose("agent", "task").values
+        used = data["score"].notnull().any([d for d in data["score"].dims if d not in ("agent", "task")])
+        used = used.transpose("agent", "task").values
         where = [f" in {np.unique(cc[0][u]).size} clusters" for u in used]
     text = pd.Series(
         [f"[{a:.3f}, {b:.3f}] at {prob:.0%} over {int(m)} tasks{w}" for a, b, m, w in zip(lo, hi, n, where, strict=True)],
