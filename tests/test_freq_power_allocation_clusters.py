@@ -21,13 +21,13 @@ def _var(s2, m, m_star, R, K):
     return (2 * s_ac * m_star + 2 * s_at + 2 * s_e / R) / (K * m)
 
 
-def _brute(B, c_cl, c_t, c_r, s2, sizes):
-    """Smallest variance over every affordable (m, R), K = floor(B / cost of a cluster) >= 2."""
+def _brute(B, c_cl, c_t, c_r, s2, sizes, k_min=2):
+    """Smallest variance over every affordable (m, R), K = floor(B / cost of a cluster) >= k_min."""
     best = (math.inf,)
     for m, m_star in sizes:
         for R in range(1, int(B / (2 * m * c_r)) + 2):
             K = B // (c_cl + m * c_t + m * R * c_r)
-            if K >= 2:
+            if K >= k_min:
                 best = min(best, (_var(s2, m, m_star, R, K), m, R, K))
     return best
 
@@ -59,37 +59,72 @@ def test_continuous_optimum_against_a_grid_search():
 
 
 def test_integer_allocation_against_brute_force():
+    """Every affordable plan enumerated, at the default floor of 6 clusters (the paired test is over
+    clusters: 2^(1 - K) <= 0.05) and at min_clusters=2.
+    """
     rng = np.random.default_rng(11)
     n_checked = 0
     for _ in range(60):
         B, c_cl, c_t, c_r = rng.uniform(60, 1500), rng.uniform(0, 40), rng.uniform(0, 15), rng.uniform(0.3, 3)
         s2 = (rng.uniform(0, 0.03) * (rng.random() > 0.15), rng.uniform(0, 0.05), rng.uniform(0.01, 0.4))
-        # sizes fixed: equal clusters of 3, or sizes 1 and 4 (mean 2.5, m* = 17/5) as a template
-        for sizes, mm in (({"tasks_per_cluster": 3}, (3.0, 3.0)), ({"sizes": [1, 4]}, (2.5, 3.4))):
-            cd = cluster_design(**sizes, sigma2=s2, template="sizes" in sizes)
-            want = _brute(B, c_cl, c_t, c_r, s2, [mm])
-            if not math.isfinite(want[0]):
-                with pytest.raises(ValueError, match=r"`budget`.*cannot pay for 2 clusters"):
-                    optimal_allocation(B, cost_task=c_t, cost_run=c_r, clusters=cd, cost_cluster=c_cl)
-                continue
-            got = optimal_allocation(B, cost_task=c_t, cost_run=c_r, clusters=cd, cost_cluster=c_cl)
-            assert float(got.var_mean_diff) == pytest.approx(want[0], rel=1e-12)
-            assert (int(got.n_runs), int(got.n_clusters)) == (want[2], want[3])
-            assert float(got.cost) <= B * (1 + 1e-12) and got.attrs["unit"] == "clusters"
-            n_checked += 1
-        # sizes chosen: every m from 1 to the most two clusters allow
-        cd = cluster_design(tasks_per_cluster=1, sigma2=s2)
-        m_max = int((B / 2 - c_cl) // (c_t + c_r))
-        want = _brute(B, c_cl, c_t, c_r, s2, [(m, m) for m in range(1, m_max + 1)])
-        if m_max < 1:
+        for k_min, floor in ((6, {}), (2, {"min_clusters": 2})):
+            n_checked += _check_against_brute(B, (c_cl, c_t, c_r), s2, k_min, floor)
+    assert n_checked > 250
+
+
+def _check_against_brute(B, costs, s2, k_min, floor) -> int:
+    """One budget's plans (sizes fixed two ways, then chosen) against :func:`_brute`; the plans checked."""
+    c_cl, c_t, c_r = costs
+    n_checked = 0
+    # sizes fixed: equal clusters of 3, or sizes 1 and 4 (mean 2.5, m* = 17/5) as a template
+    for sizes, mm in (({"tasks_per_cluster": 3}, (3.0, 3.0)), ({"sizes": [1, 4]}, (2.5, 3.4))):
+        cd = cluster_design(**sizes, sigma2=s2, template="sizes" in sizes)
+        want = _brute(B, c_cl, c_t, c_r, s2, [mm], k_min)
+        if not math.isfinite(want[0]):
+            with pytest.raises(ValueError, match=rf"`budget`.*cannot pay for {k_min} clusters"):
+                optimal_allocation(B, cost_task=c_t, cost_run=c_r, clusters=cd, cost_cluster=c_cl, **floor)
             continue
-        got = optimal_allocation(B, cost_task=c_t, cost_run=c_r, clusters=cd, cost_cluster=c_cl,
-                                 choose_cluster_size=True)
+        got = optimal_allocation(B, cost_task=c_t, cost_run=c_r, clusters=cd, cost_cluster=c_cl, **floor)
         assert float(got.var_mean_diff) == pytest.approx(want[0], rel=1e-12)
-        assert int(got.n_tasks) == int(got.n_clusters) * int(got.tasks_per_cluster)
-        assert float(got.cost) <= B * (1 + 1e-12)
+        assert (int(got.n_runs), int(got.n_clusters)) == (want[2], want[3])
+        assert float(got.cost) <= B * (1 + 1e-12) and got.attrs["unit"] == "clusters"
+        assert got.attrs["min_clusters"] == k_min
         n_checked += 1
-    assert n_checked > 120
+    # sizes chosen: every m from 1 to the most k_min clusters allow
+    cd = cluster_design(tasks_per_cluster=1, sigma2=s2)
+    m_max = int((B / k_min - c_cl) // (c_t + c_r))
+    if m_max < 1:
+        return n_checked
+    want = _brute(B, c_cl, c_t, c_r, s2, [(m, m) for m in range(1, m_max + 1)], k_min)
+    got = optimal_allocation(B, cost_task=c_t, cost_run=c_r, clusters=cd, cost_cluster=c_cl,
+                             choose_cluster_size=True, **floor)
+    assert float(got.var_mean_diff) == pytest.approx(want[0], rel=1e-12)
+    assert int(got.n_tasks) == int(got.n_clusters) * int(got.tasks_per_cluster) and int(got.n_clusters) >= k_min
+    assert float(got.cost) <= B * (1 + 1e-12)
+    return n_checked + 1
+
+
+def test_a_plan_of_few_clusters_is_floored_and_says_so():
+    """s_c near 0 and a price on clusters: the variance alone buys 2 clusters of 60 tasks, a paired test
+    over 2 clusters; the floor takes 6 (by enumeration, the best plan of 6 or more) and names the other.
+    """
+    s2, B, c_cl, c_t, c_r = (1e-6, 0.03, 0.06), 2000.0, 100.0, 10.0, 1.0
+    cd = cluster_design(tasks_per_cluster=1, sigma2=s2)
+    free = optimal_allocation(B, cost_task=c_t, cost_run=c_r, clusters=cd, cost_cluster=c_cl,
+                              choose_cluster_size=True, min_clusters=2)
+    assert int(free.n_clusters) == 2
+    got = optimal_allocation(B, cost_task=c_t, cost_run=c_r, clusters=cd, cost_cluster=c_cl, choose_cluster_size=True)
+    m_max = int((B / 6 - c_cl) // (c_t + c_r))
+    want = _brute(B, c_cl, c_t, c_r, s2, [(m, m) for m in range(1, m_max + 1)], 6)
+    assert float(got.var_mean_diff) == pytest.approx(want[0], rel=1e-12) and int(got.n_clusters) == want[3] == 6
+    assert got.attrs["floor_binding"] == f"without it: 2 clusters x {int(free.n_runs)} runs"
+    assert got.attrs["min_clusters_rule"].startswith("at least 6 clusters: the fewest whose exact sign-flip test")
+    assert optimal_allocation(B, cost_task=c_t, cost_run=c_r, clusters=cd, cost_cluster=c_cl, choose_cluster_size=True,
+                              alpha=0.01).attrs["min_clusters"] == 8  # 2^(1 - 8) = 0.0078 <= 0.01 < 2^(1 - 7)
+    with pytest.raises(ValueError, match=r"cannot pay for 6 clusters.*pass min_clusters= explicitly"):
+        optimal_allocation(60.0, cost_task=c_t, cost_run=c_r, clusters=cd, cost_cluster=0.0, choose_cluster_size=True)
+    with pytest.raises(ValueError, match=r"`min_clusters` \(4\) sets the floor of a plan of clusters"):
+        optimal_allocation(B, cost_task=c_t, cost_run=c_r, sigma2_interaction=0.03, sigma2_residual=0.06, min_clusters=4)
 
 
 def test_icc_only_plans_runs_as_independent_tasks_and_counts_clusters():

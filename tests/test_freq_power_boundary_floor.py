@@ -154,7 +154,7 @@ def test_the_grid_plan_shares_the_floor_and_the_warning(truncated):
 
 def test_clusters_refuse_the_task_floor():
     cd = cluster_design([2] * 10, sigma2=(0.01, 0.02, 0.2))
-    with pytest.raises(ValueError, match=r"`min_tasks` and `alpha` set the floor of a plan of independent tasks"):
+    with pytest.raises(ValueError, match=r"`min_tasks` sets the floor of a plan of independent tasks.*give `min_clusters`"):
         optimal_allocation(1000.0, cost_task=10.0, cost_run=1.0, clusters=cd, min_tasks=2)
 
 

@@ -273,19 +273,20 @@ def allocate_paired(
 CLUSTER_MAX_SIZES = 5_000
 
 
-def _size_best(budget, costs, parts, m_bar, m_star):
+def _size_best(budget, costs, parts, m_bar, m_star, k_min: int = 2):
     """Return (variance, runs per task, clusters, search, R*) for clusters of mean size ``m_bar``.
 
     The clustered plan is the paired one with the cluster as the unit: ``Var = (a + b / R) / K``
     with ``a = (m* s_c + s_w) / m``, ``b = s_e / m``, a cluster costing ``c_cl + m c_task`` and
-    a run on each of its tasks ``m c_run``; None when two clusters with one run are unaffordable.
+    a run on each of its tasks ``m c_run``, at least ``k_min`` clusters; None when ``k_min``
+    clusters with one run are unaffordable.
     """
     c_cl, c_task, c_run = costs
     s_c, s_w, s_e = parts
     a, b = (m_star * s_c + s_w) / m_bar, s_e / m_bar
     cu, cr = c_cl + m_bar * c_task, m_bar * c_run
     r_star = math.inf if a == 0 else math.sqrt(b * cu / (a * cr))
-    runs, k, search = _paired_candidates(budget, cu, cr, a / 2, b / 2, r_star)
+    runs, k, search = _paired_candidates(budget, cu, cr, a / 2, b / 2, r_star, k_min)
     if runs.size == 0:
         return None
     var = (a + b / runs) / k
@@ -307,30 +308,31 @@ def _size_interval(v, budget, costs, parts, m_max) -> tuple[int, int]:
     return _quadratic_integers(a, k, c, m_max)
 
 
-def allocate_clustered(budget, costs, parts, sizes=None) -> dict:
+def allocate_clustered(budget, costs, parts, sizes=None, k_min: int = 2) -> dict:
     """Return the integer (clusters, tasks per cluster, runs per task) minimising Var(dbar).
 
     ``costs`` = (per cluster, per task, per run of one agent); ``parts`` = (s_c, s_w, s_e):
     ``Var = (m* s_c + s_w + s_e / R) / (K m)`` for ``K`` clusters of mean size ``m``
     (``m*`` their size-weighted mean). ``sizes`` = (m, m*) fixes the sizes; None chooses
-    equal sizes ``m`` (then ``m* = m``) with the runs. See :func:`hierbench.freq.optimal_allocation`.
+    equal sizes ``m`` (then ``m* = m``) with the runs. ``k_min``: the fewest clusters. See
+    :func:`hierbench.freq.optimal_allocation`.
     """
     c_cl, c_task, c_run = costs
     if sizes is not None:
-        best = _size_best(budget, costs, parts, *sizes)
+        best = _size_best(budget, costs, parts, *sizes, k_min)
         if best is None:
             raise ValueError(
-                f"`budget` {budget} cannot pay for 2 clusters of {sizes[0]:.4g} tasks with one run "
-                f"each (2 x ({c_cl} + {sizes[0]:.4g} x ({c_task} + {c_run})))"
+                f"`budget` {budget} cannot pay for {k_min} clusters of {sizes[0]:.4g} tasks with one run "
+                f"each ({k_min} x ({c_cl} + {sizes[0]:.4g} x ({c_task} + {c_run})))"
             )
         v, r, k, search, r_star = best
         return {"var": v, "n_runs": r, "n_clusters": k, "m": sizes[0], "search": search, "r_star": r_star}
     s_c, s_w, s_e = parts
-    m_max = int((budget / 2 - c_cl) // (c_task + c_run)) if c_task + c_run > 0 else 0
+    m_max = int((budget / k_min - c_cl) // (c_task + c_run)) if c_task + c_run > 0 else 0
     if m_max < 1:
         raise ValueError(
-            f"`budget` {budget} cannot pay for 2 clusters of one task with one run each "
-            f"(2 x ({c_cl} + {c_task} + {c_run}))"
+            f"`budget` {budget} cannot pay for {k_min} clusters of one task with one run each "
+            f"({k_min} x ({c_cl} + {c_task} + {c_run}))"
         )
     num, den = s_w * c_cl, s_c * c_task
     m_star = math.sqrt(num / den) if den > 0 else (math.inf if num > 0 else math.nan)
@@ -338,16 +340,17 @@ def allocate_clustered(budget, costs, parts, sizes=None) -> dict:
     near = {1, m_max}
     if math.isfinite(m_star):
         near |= {max(1, min(m_max, math.floor(m_star))), max(1, min(m_max, math.ceil(m_star)))}
-    if math.isfinite(r_star):  # and the most tasks two clusters hold at the runs around R*
-        near |= {max(1, min(m_max, int((budget / 2 - c_cl) // (c_task + r * c_run))))
+    if math.isfinite(r_star):  # and the most tasks k_min clusters hold at the runs around R*
+        near |= {max(1, min(m_max, int((budget / k_min - c_cl) // (c_task + r * c_run))))
                  for r in (max(1, math.floor(r_star)), max(1, math.ceil(r_star)))}
-    found = {m: _size_best(budget, costs, parts, float(m), float(m)) for m in sorted(near)}
+    found = {m: _size_best(budget, costs, parts, float(m), float(m), k_min) for m in sorted(near)}
     v = min(f[0] for f in found.values() if f is not None)
     lo, hi = _size_interval(v * (1 + 1e-12), budget, costs, parts, m_max)
     search = "integers around m*"
     if hi - lo + 1 <= CLUSTER_MAX_SIZES:
         search = "exact"
-        found |= {m: _size_best(budget, costs, parts, float(m), float(m)) for m in range(lo, hi + 1) if m not in found}
+        found |= {m: _size_best(budget, costs, parts, float(m), float(m), k_min) for m in range(lo, hi + 1)
+                  if m not in found}
     found = {m: f for m, f in found.items() if f is not None}
     m = min(found, key=lambda m: (found[m][0], m))  # the smallest variance, then the fewest tasks
     v, r, k, _, _ = found[m]

@@ -36,18 +36,23 @@ def fewest_tasks(alpha: float) -> int:
     return t
 
 
-def task_floor(min_tasks: int | None, alpha: float) -> tuple[int, str]:
-    """The fewest tasks a plan may have (``min_tasks``, default ``fewest_tasks(alpha)``), and the rule in words."""
+def task_floor(min_tasks: int | None, alpha: float, unit: str = "tasks") -> tuple[int, str]:
+    """The fewest units a plan may have (``min_<unit>``, default ``fewest_tasks(alpha)``), and the rule in words.
+
+    ``unit``: ``"tasks"``, or ``"clusters"`` where a clustered plan's paired test is over clusters
+    (the sign flips are then the clusters', the same floor).
+    """
     alpha = check_prob(alpha, "alpha")
     need = fewest_tasks(alpha)
+    n = "T" if unit == "tasks" else "K"
     why = (
         f"the fewest whose exact sign-flip test of the paired difference can reach alpha = {alpha:g} "
-        f"two-sided (its smallest p-value is 2^(1 - T), {2.0 ** (1 - need):.3g} at T = {need})"
+        f"two-sided (its smallest p-value is 2^(1 - {n}), {2.0 ** (1 - need):.3g} at {n} = {need})"
     )
     if min_tasks is None:
-        return need, f"at least {need} tasks: {why}"
-    t = check_int(min_tasks, "min_tasks", min=2)
-    return t, f"at least {t} tasks, as asked (min_tasks); {need} tasks are {why}"
+        return need, f"at least {need} {unit}: {why}"
+    t = check_int(min_tasks, f"min_{unit}", min=2)
+    return t, f"at least {t} {unit}, as asked (min_{unit}); {need} {unit} are {why}"
 
 
 def zero_at(vc, names: list[str]) -> tuple[list[str], str, float, float]:

@@ -982,17 +982,27 @@ def optimal_runs(
 
 
 def _plan_clusters(budget, components, s_mt, s_e, cost_task, cost_run, clusters, cost_cluster, choose,
-                   min_tasks, alpha) -> xr.Dataset:
-    """:func:`optimal_allocation` with clusters (the floor's arguments refused: the units are clusters)."""
-    if min_tasks is not None or alpha is not None:
+                   min_tasks, alpha, min_clusters) -> xr.Dataset:
+    """:func:`optimal_allocation` with clusters: the floor is on clusters, the units of the paired test."""
+    if min_tasks is not None:
         raise ValueError(
-            "`min_tasks` and `alpha` set the floor of a plan of independent tasks; with `clusters` the units "
-            f"are clusters (got min_tasks={min_tasks!r}, alpha={alpha!r}): check a plan of few clusters with "
-            "paired_power"
+            f"`min_tasks` sets the floor of a plan of independent tasks (got min_tasks={min_tasks!r}); with "
+            "`clusters` the units of the paired test are clusters: give `min_clusters`"
         )
     budget = check_number(budget, "budget", low=0, low_open=True)
     setup = _cluster_setup(clusters, components, s_mt, s_e, cost_task, cost_run, cost_cluster, choose)
-    return _with_note(_clustered_allocation(budget, setup), components)
+    k_min, rule = task_floor(min_clusters, 0.05 if alpha is None else alpha, unit="clusters")
+    out = _clustered_allocation(budget, setup)
+    binding = ""
+    if int(out["n_clusters"]) < k_min:
+        binding = f"without it: {int(out['n_clusters'])} clusters x {int(out['n_runs'])} runs"
+        try:
+            out = _clustered_allocation(budget, setup, k_min)
+        except ValueError as err:
+            raise ValueError(f"{err}: the plan's floor is {rule}; raise the budget, or pass min_clusters= "
+                             "explicitly to plan with fewer clusters") from None
+    out.attrs.update({"min_clusters": k_min, "min_clusters_rule": rule, "floor_binding": binding})
+    return _with_note(out, components)
 
 
 def _plan_tasks(budget, components, s_mt, s_e, cost_task, cost_run, min_tasks, alpha) -> xr.Dataset:
@@ -1022,35 +1032,32 @@ def optimal_allocation(
     choose_cluster_size: bool = False,
     min_tasks: int | None = None,
     alpha: float | None = None,
+    min_clusters: int | None = None,
 ) -> xr.Dataset:
     """Integer (tasks, runs) for a budget ``B = T (c_task + R c_run)`` minimising Var(dbar).
 
-    For each number of runs per task ``R`` the most tasks the budget pays for
-    (``T = floor(B / (c_task + R c_run))``, at least ``min_tasks``) is taken, and the
-    ``R`` with the smallest ``Var(dbar) = (2 s_mt + 2 s_e / R) / T`` wins (the
-    smallest ``R`` on a tie). The search is exact: it covers every ``R`` whose
-    continuous bound ``(2 s_mt + 2 s_e / R)(c_task + R c_run) / B`` can beat
-    the integers around ``R*`` (attrs ``search="exact"``), unless that is more
-    than two million values (then the integers around ``R*``, 1 and the most
-    runs ``min_tasks`` tasks allow: ``search="integers around R*"``). The rounding of
-    ``T`` makes the best ``R`` differ from the integers around ``R*``; they
-    gave up to 20% more variance in a quarter of random cases.
-    This is the paired case of :meth:`VarianceComponentsResult.optimal_allocation`
-    (the D-study of ``run:(agent*task)`` with criterion ``var_paired_diff``, one agent's
-    runs costed): both use the same cost rule, D-study variance, choice of the optimum and floor.
-    An agent x task side estimated at 0 (``R* = inf``) is used as given, with a
-    :class:`NegativeVarianceComponentWarning`: its upper bound, this plan's variance there, the plan there.
+    For each number of runs per task ``R`` the most tasks the budget pays for (``T = floor(B /
+    (c_task + R c_run))``, at least ``min_tasks``) is taken, and the ``R`` with the smallest
+    ``Var(dbar) = (2 s_mt + 2 s_e / R) / T`` wins (the smallest ``R`` on a tie). The search is
+    exact: every ``R`` whose continuous bound ``(2 s_mt + 2 s_e / R)(c_task + R c_run) / B`` can
+    beat the integers around ``R*`` (``search="exact"``), unless that is more than two million
+    values (then the integers around ``R*``, 1 and the most runs ``min_tasks`` tasks allow:
+    ``search="integers around R*"``); those integers alone gave up to 20% more variance in a
+    quarter of random cases. The paired case of :meth:`VarianceComponentsResult.optimal_allocation`
+    (``run:(agent*task)``, criterion ``var_paired_diff``, one agent's runs costed): the same cost
+    rule, D-study variance, optimum and floor. An agent x task side estimated at 0 (``R* = inf``)
+    is used as given, with a :class:`NegativeVarianceComponentWarning`: its upper bound, this
+    plan's variance there, the plan there.
 
-    With ``clusters`` the unit bought is a cluster (``B = K (c_cluster + m c_task +
-    m R c_run)``, at least 2 clusters) and ``Var(dbar) = (m* s_c + s_w + s_e / R) / (K m)``
-    (see :func:`optimal_runs`): the same search with the cluster as the task, at the
-    design's sizes (a template: the budget sets ``K``). With ``choose_cluster_size`` equal
-    clusters of ``m`` tasks are searched too, every ``m`` whose bound
-    ``(sqrt((s_c + s_w / m)(c_cluster + m c_task)) + sqrt(s_e c_run))^2 / B`` can win
-    (Cauchy-Schwarz; continuous optimum ``m* = sqrt(s_w c_cluster / (s_c c_task))``,
-    ``R* = sqrt(s_e c_task / (s_w c_run))``). The variance is minimised, not the power: the
-    cluster-level test has ``K - 1`` df, so check a plan of few clusters (2 when ``s_c`` is
-    near 0 and sizes are chosen) with :func:`paired_power`.
+    With ``clusters`` the unit bought is a cluster (``B = K (c_cluster + m c_task + m R c_run)``)
+    and ``Var(dbar) = (m* s_c + s_w + s_e / R) / (K m)`` (see :func:`optimal_runs`): the same
+    search with the cluster as the task, at the design's sizes (a template: the budget sets
+    ``K``). With ``choose_cluster_size`` equal clusters of ``m`` tasks are searched too, every
+    ``m`` whose bound ``(sqrt((s_c + s_w / m)(c_cluster + m c_task)) + sqrt(s_e c_run))^2 / B`` can
+    win (Cauchy-Schwarz; continuous optimum ``m* = sqrt(s_w c_cluster / (s_c c_task))``, ``R* =
+    sqrt(s_e c_task / (s_w c_run))``). The paired test is then over clusters, so the floor is on
+    them (``min_clusters``; without it a plan chose 2 clusters where ``s_c`` is near 0 and sizes
+    are chosen). The variance is minimised, not the power: check a plan with :func:`paired_power`.
 
     Parameters
     ----------
@@ -1059,11 +1066,11 @@ def optimal_allocation(
     cost_task, cost_run, clusters, cost_cluster, choose_cluster_size
         As in :func:`optimal_runs`.
     %(power_components)s
-    min_tasks : int, optional
-        The fewest tasks (>= 2); default the fewest whose exact two-sided sign-flip test can
-        reach ``alpha`` (``2^(1 - T) <= alpha``: 6 at 0.05). Not with ``clusters``.
+    min_tasks, min_clusters : int, optional
+        The fewest tasks (>= 2; with ``clusters``, clusters); default the fewest whose exact
+        two-sided sign-flip test can reach ``alpha`` (``2^(1 - T) <= alpha``: 6 at 0.05).
     alpha : float, optional
-        The level of the paired test the plan is for (default 0.05). Not with ``clusters``.
+        The level of the paired test the plan is for (default 0.05).
 
     Returns
     -------
@@ -1074,14 +1081,15 @@ def optimal_allocation(
         ``sigma2_interaction_upper``, ``plan_at_upper``, ``interaction_at_zero``. With ``clusters``
         also ``n_clusters``, ``tasks_per_cluster`` (mean), ``design_effect`` (at the runs chosen;
         ``m_star`` when sizes are chosen), ``n_tasks`` the clusters times the mean size (rounded
-        up); attrs ``unit="clusters"``, ``cost_cluster``, ``cluster_sizes``, ``design_effect_source``.
+        up); attrs ``unit="clusters"``, ``cost_cluster``, ``cluster_sizes``, ``design_effect_source``,
+        and ``min_clusters``, ``min_clusters_rule``, ``floor_binding`` in place of the task floor's.
 
     Notes
     -----
-    Checked on held-out tasks (``benchmarks/bench_allocation_heldout.py``: METR, 21 pairs, tasks
-    split in halves 10 times): runs chosen from one half's components came within 1.2-5.5% of the
-    other half's best variance per budget (mean; 90th percentile <= 13%) at ``c_task / c_run`` of
-    0.5 to 32, where 1, 3 or 8 runs lost up to 2.4 times at some ratio; at 0.5, 1 run did as well.
+    Checked on held-out tasks (``benchmarks/bench_allocation_heldout.py``: METR, 21 pairs, tasks split
+    in halves 10 times): runs chosen from one half's components came within 1.2-5.5% of the other
+    half's best variance per budget (mean; 90th percentile <= 13%) at ``c_task / c_run`` of 0.5 to
+    32, where 1, 3 or 8 runs lost up to 2.4 times at some ratio; at 0.5, 1 run did as well.
 
     Examples
     --------
@@ -1105,15 +1113,18 @@ def optimal_allocation(
     """
     if _clustered(clusters, cost_cluster, choose_cluster_size):
         return _plan_clusters(budget, components, sigma2_interaction, sigma2_residual, cost_task, cost_run,
-                              clusters, cost_cluster, choose_cluster_size, min_tasks, alpha)
+                              clusters, cost_cluster, choose_cluster_size, min_tasks, alpha, min_clusters)
+    if min_clusters is not None:
+        raise ValueError(f"`min_clusters` ({min_clusters!r}) sets the floor of a plan of clusters: give `clusters` "
+                         "too, or `min_tasks` for a plan of independent tasks")
     return _plan_tasks(budget, components, sigma2_interaction, sigma2_residual, cost_task, cost_run, min_tasks,
                        alpha)
 
 
-def _clustered_allocation(budget: float, setup: dict) -> xr.Dataset:
-    """The result of :func:`optimal_allocation` with clusters: the unit counted and the design effect."""
+def _clustered_allocation(budget: float, setup: dict, k_min: int = 2) -> xr.Dataset:
+    """The result of :func:`optimal_allocation` with clusters (at least ``k_min``): the unit counted and the design effect."""
     (c_cl, c_task, c_run), (s_c, s_w, s_e) = setup["costs"], setup["parts"]
-    got = allocate_clustered(budget, setup["costs"], setup["parts"], setup["sizes"])
+    got = allocate_clustered(budget, setup["costs"], setup["parts"], setup["sizes"], k_min)
     m, K, R = got["m"], got["n_clusters"], got["n_runs"]
     m_star = m if setup["sizes"] is None else setup["sizes"][1]
     if setup["deff"] is not None:  # an ICC or design effect: fixed whatever R
