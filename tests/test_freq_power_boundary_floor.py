@@ -174,3 +174,31 @@ def test_a_reml_estimate_at_the_boundary_is_exactly_zero():
     # R* = sqrt(s_e c_task / (s_mt c_run)) at s_mt = 0: inf, not 4e8
     with pytest.warns(NegativeVarianceComponentWarning, match="REML at the boundary 0"):
         assert optimal_runs(cost_task=10.0, cost_run=1.0, components=vc) == math.inf
+
+
+def test_the_extrapolation_warning_speaks_of_the_design_the_floor_returns():
+    """4 agents x 12 tasks x 2 runs (24 runs a pair of agents fitted per agent). Tasks at 300, runs at 1:
+    without the floor the grid's optimum is 2 tasks of many runs, over 10x the 24 runs fitted; the floor
+    returns 6 tasks of few runs, within 10x, and the warning is said of that design (it was said of the
+    one replaced). The rule checked by hand: warned exactly when tasks x runs of the design returned
+    exceed 10 x 24.
+    """
+    from hierbench.freq import ExtrapolationWarning
+
+    rng = np.random.default_rng(0)
+    y = rng.normal(0, 0.3, (4, 1, 1)) + rng.normal(0, 0.5, (1, 12, 1)) + rng.normal(0, 1, (4, 12, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vc = variance_components(xr.DataArray(y, dims=("agent", "task", "run")))
+    box = {"task": 50, "run": 200}
+    for min_tasks in (None, 2):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            got = vc.optimal_allocation(2000.0, {"task": 300.0, "run": 1.0}, max_sizes=box, min_tasks=min_tasks)
+        opt = got.attrs["optimum"]
+        far = [w for w in rec if issubclass(w.category, ExtrapolationWarning)]
+        assert bool(far) == (opt["task"] * opt["run"] > 10 * 24), (opt, [str(w.message) for w in far])
+        if far:
+            assert f"{opt['task'] * opt['run']} levels of 'run'" in str(far[0].message)
+            assert far[0].filename == __file__  # the warning points at the caller
+    assert got.attrs["optimum"]["task"] < 6 and far  # min_tasks=2: the unfloored design, warned

@@ -138,7 +138,7 @@ def allocate_grid(
     grid = _grid(vc, gen, max_sizes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConfoundedComponentWarning)
-        warnings.simplefilter("ignore", ExtrapolationWarning)  # the grid's far corners: said of the optimum below
+        warnings.simplefilter("ignore", ExtrapolationWarning)  # the grid's far corners: of the optimum, warn_optimum_far
         ds = d_study(vc, grid, spread=spread, stacklevel=4)
     M = float(vc.sizes.get(vc.measurement, 1) if n_objects is None else n_objects)
     b = broadcast_sizes({f: grid[f].astype(float) for f in gen})
@@ -164,16 +164,20 @@ def allocate_grid(
             "cost_per_level": dict(cost),
         }
     )
-    _warn_optimum_far(vc, ds.attrs["optimum"], spread)
     return ds
 
 
-def _warn_optimum_far(vc, optimum: dict[str, int], spread: str) -> None:
-    """The extrapolation warning of the chosen design alone (the D-study's rule), not of every size searched."""
+def warn_optimum_far(vc, optimum: dict[str, int], spread: str) -> None:
+    """The extrapolation warning of the chosen design alone (the D-study's rule), not of every size searched.
+
+    Said of the design returned, after the floor on tasks (``_floors.floor_grid``) has had its
+    say: before, it described the design the floor replaced (2 tasks x 175 runs where 6 x 8 was
+    returned).
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConfoundedComponentWarning)
         warnings.simplefilter("ignore", SmallSampleWarning)  # said already by the grid's D-study
-        d_study(vc, {f: np.array([n]) for f, n in optimum.items()}, spread=spread, stacklevel=5)
+        d_study(vc, {f: np.array([n]) for f, n in optimum.items()}, spread=spread, stacklevel=4)
 
 
 #: most runs-per-task values :func:`allocate_paired` searches (beyond: the integers around R*)

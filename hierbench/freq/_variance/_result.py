@@ -485,7 +485,9 @@ class VarianceComponentsResult(Result):
         ['run', 'task']
         """
         grid = _allocation.allocate_grid(self, budget, cost, n_objects, max_sizes, criterion, spread)
-        return floor_grid(self, grid, criterion, min_tasks, alpha)
+        grid = floor_grid(self, grid, criterion, min_tasks, alpha)
+        _allocation.warn_optimum_far(self, grid.attrs["optimum"], spread)
+        return grid
 
     def coefficients(
         self,
