@@ -4,6 +4,7 @@ import itertools
 import warnings
 
 import numpy as np
+import pytest
 import xarray as xr
 from statsmodels.stats.proportion import proportion_confint
 
@@ -78,3 +79,21 @@ def test_a_method_that_never_gives_an_interval_has_no_coverage_and_says_so():
     assert np.isnan(float(res.coverage.sel(estimator="never")))
     assert np.isnan(res.coverage_interval.sel(estimator="never").values).all()
     assert "never: nan [nan, nan]  (of 0 defined; 5 undefined; nominal 95% normal intervals)" in repr(res)
+
+
+def test_a_truth_that_is_not_a_number_is_refused_not_counted_as_a_miss():
+    """A NaN truth compared with any interval is False: it was counted as a defined interval's miss
+    (coverage 0.5 here, where every interval defined covers 0.3). Now refused, naming the replication
+    and the cell.
+    """
+
+    def simulate(rng):
+        truth = xr.DataArray([0.3, np.nan], dims="agent", coords={"agent": ["a", "b"]})  # b has no truth
+        return rng.normal(0.3, 1.0, (2, 25)), truth
+
+    def z95(x, rng):
+        m = xr.DataArray(x.mean(1), dims="agent", coords={"agent": ["a", "b"]})
+        return xr.Dataset({"estimate": m, "ci": make_interval(m - 1.0, m + 1.0, prob=0.95, kind="normal")})
+
+    with pytest.raises(ValueError, match=r"not a finite number in replication 0 \(1 of 2 cells, e\.g\. agent=b\)"):
+        coverage_study(simulate, {"z": z95}, n_rep=3, rng=0)

@@ -639,6 +639,23 @@ def _coverage_replication(
     return [as_estimate(methods[m](data, gen), name=f"methods[{m!r}]") for m in methods], truth
 
 
+def _check_truth(values: np.ndarray, rep: int, like: xr.DataArray) -> None:
+    """Refuse a truth that is not a finite number: it would count as a miss of every interval, defined or not."""
+    v = np.asarray(values, dtype=float)
+    bad = ~np.isfinite(v)
+    if not bad.any():
+        return
+    cells = ["the scalar"] if not v.ndim else [
+        ", ".join(f"{d}={like[d].values[i]}" if d in like.coords else f"{d}={i}" for d, i in zip(like.dims, idx, strict=True))
+        for idx in list(zip(*np.nonzero(bad), strict=True))[:5]
+    ]
+    raise ValueError(
+        f"`simulate` returned a truth that is not a finite number in replication {rep} ({int(bad.sum())} of "
+        f"{v.size} cells, e.g. {'; '.join(cells)}): a coverage study needs the true value of every cell it "
+        "scores; leave such cells out of the estimates, or give their truth"
+    )
+
+
 def _coverage_table(reps: list, names: list[str]) -> xr.Dataset:
     """The replications' estimates, intervals and truths over ``(rep, estimator, ...)``, with hits and errors."""
     est_rows, lo_rows, hi_rows, truth_rows = [], [], [], []
@@ -652,6 +669,7 @@ def _coverage_table(reps: list, names: list[str]) -> xr.Dataset:
         shape_like = norm[0]["estimate"]
         t_da = truth if isinstance(truth, xr.DataArray) else xr.DataArray(truth)
         truth_rows.append(t_da.broadcast_like(shape_like).transpose(*shape_like.dims).values)
+        _check_truth(truth_rows[-1], len(truth_rows) - 1, shape_like)
     assert template is not None
     dims = ("rep", *template["estimate"].dims)
     coords = {k: v for k, v in template["estimate"].coords.items()}
