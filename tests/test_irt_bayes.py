@@ -234,3 +234,30 @@ def test_agent_task_decision_follows_the_runs_per_cell():
     # ... and on one run per cell too: "none" is what auto would choose, but the user did not ask
     assert build_irt_2pl(one).hierbench["structure"]["decisions"]["agent_task"]["source"] == "default"
     assert build_irt_2pl(one, agent_task="none").hierbench["structure"]["decisions"]["agent_task"]["source"] == "user"
+
+
+@pytest.mark.slow
+def test_the_stopping_rule_checks_the_identified_posterior_not_the_working_radius(monkeypatch):
+    """Audit s76 Z 1: the draws-to-target rule checked ``z_ability``, whose radius is a working
+    parameter set aside after sampling (only its direction is identified), and held a SWE-bench 1PL
+    fit to the 2,000-draw cap with "NOT reached" in its notes where the rest passed at 300. Every
+    check must now see exactly the elements of the posterior the fit returns (counted here from its
+    variables' sizes), and z_ability none of them.
+    """
+    from hierbench.bayes import fit
+    from hierbench.bayes._sampler import _sampling
+
+    seen = []
+    real = _sampling.assess
+
+    def spy(x, *args, **kwargs):
+        seen.append(int(np.shape(x)[0]))
+        return real(x, *args, **kwargs)
+
+    monkeypatch.setattr(_sampling, "assess", spy)
+    dt = fit(build_irt_1pl(_data()), rng=0, posterior_predictive=False, progress=False)
+    post = dt["posterior"].to_dataset()
+    n_elements = sum(int(np.prod([post.sizes[d] for d in post[v].dims if d not in ("chain", "draw")]))
+                     for v in post.data_vars)
+    assert seen and set(seen) == {n_elements}, (seen, n_elements)
+    assert "z_ability" not in post and "z_ability" in dt["parameter_expansion"].to_dataset()

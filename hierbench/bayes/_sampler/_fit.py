@@ -231,12 +231,14 @@ def _settings(
 
 
 def _run_nutpie(
-    compiled: Any, settings: dict[str, Any], seed: int, progress: bool, kwargs: dict[str, Any]
+    compiled: Any, settings: dict[str, Any], seed: int, progress: bool, kwargs: dict[str, Any],
+    working: frozenset[str] = frozenset(),
 ) -> tuple[xr.DataTree, dict[str, Any], dict[str, xr.Dataset] | None]:
     """Start (at the mode, by default) and run nutpie: the tree, a record, the check's statistics.
 
     The last are the stopping check's per-element statistics of the kept
-    draws (None for fixed draws), for the diagnostics to reuse.
+    draws (None for fixed draws), for the diagnostics to reuse. ``working``: the model's working
+    parameters, which the stopping rule does not check (the fit sets them aside).
     """
     import nutpie
 
@@ -251,7 +253,7 @@ def _run_nutpie(
     if settings["draws"] is None:
         dt, run, known = sample_to_target(
             compiled, target_ess=settings["target_ess"], max_draws=settings["max_draws"],
-            progress=progress, every_ms=report_ms(record), **common,
+            progress=progress, every_ms=report_ms(record), working=working, **common,
         )  # fmt: skip
         run.update(rule="target_ess", target_ess=settings["target_ess"], max_draws=settings["max_draws"])
     else:
@@ -305,7 +307,8 @@ def _sample(
         compiled, how = _compiled_store.compiled_for(model, info)
         times["compile_time"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        dt, record, known = _run_nutpie(compiled, settings, seed, progress, kwargs)
+        working = frozenset(info.get("working_vars", ()))
+        dt, record, known = _run_nutpie(compiled, settings, seed, progress, kwargs, working)
         record["compile"] = "reused" if how is None else "built"
         if how is not None:
             record["build"] = how

@@ -25,17 +25,18 @@ import numpy as np
 __all__ = ["checkpoint_draws"]
 
 
-def checkpoint_draws(sampler: Any, n: int) -> np.ndarray | None:
+def checkpoint_draws(sampler: Any, n: int, skip: frozenset[str] = frozenset()) -> np.ndarray | None:
     """(elements, chains, n): the first ``n`` post-warmup draws of every numeric posterior element.
 
     ``sampler`` is nutpie's background sampler; None where its Arrow
-    snapshot cannot be read (another nutpie), or a chain has fewer draws.
+    snapshot cannot be read (another nutpie), or a chain has fewer draws. ``skip``: variables
+    left out besides nutpie's reparameterised names (a model's working parameters).
     """
     import pyarrow as pa
 
     try:
         draws, stats = sampler._sampler.inspect().get_arrow_trace()
-        skip = set(sampler._compiled_model.reparameterized_names)
+        skip = set(sampler._compiled_model.reparameterized_names) | set(skip)
     except AttributeError:
         return None
     chains = []

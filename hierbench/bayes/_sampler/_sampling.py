@@ -354,10 +354,19 @@ def _finished(sampler: Any) -> bool:
         return False
 
 
-def _checkpoint(sampler: Any, n: int) -> np.ndarray:
-    """The draws a checkpoint at ``n`` checks: from nutpie's Arrow snapshot, else its converted trace."""
-    x = checkpoint_draws(sampler, n)
-    return x if x is not None else elements(_head(sampler.inspect(), n)["posterior"].to_dataset())
+def _checkpoint(sampler: Any, n: int, working: frozenset[str] = frozenset()) -> np.ndarray:
+    """The draws a checkpoint at ``n`` checks: from nutpie's Arrow snapshot, else its converted trace.
+
+    ``working``: the model's working parameters (``info["working_vars"]``), left out: no reported
+    quantity depends on them, and the fit sets them aside after sampling.
+    """
+    x = checkpoint_draws(sampler, n, skip=working)
+    return x if x is not None else elements(_checked(_head(sampler.inspect(), n), working))
+
+
+def _checked(dt: xr.DataTree, working: frozenset[str]) -> xr.Dataset:
+    """The posterior the stopping rule checks: every variable but the model's working parameters."""
+    return dt["posterior"].to_dataset().drop_vars(list(working), errors="ignore")
 
 
 def _head(dt: xr.DataTree, n: int) -> xr.DataTree:
@@ -501,6 +510,7 @@ def sample_to_target(
     max_draws: int,
     progress: bool,
     every_ms: int = REPORT_MS[1],
+    working: frozenset[str] = frozenset(),
     **kwargs: Any,
 ) -> tuple[xr.DataTree, dict[str, Any], dict[str, xr.Dataset] | None]:
     """Run nutpie until the first checkpoint whose draws pass (see the module docstring).
@@ -514,7 +524,8 @@ def sample_to_target(
     the targets were reached, checkpoints checked) and the last check's
     per-element statistics of the kept draws (:func:`_known`). ``every_ms`` is
     how often nutpie reports progress (:func:`report_ms`; 100 with a progress
-    bar); the run looks at it twice as often. Neither changes a draw.
+    bar); the run looks at it twice as often. Neither changes a draw. ``working``: variables the
+    checks leave out (the model's working parameters, ``info["working_vars"]``).
     """
     import nutpie
 
@@ -549,11 +560,11 @@ def sample_to_target(
             if crowded:
                 sampler.pause()
             ok, grow, stats = assess(
-                _checkpoint(sampler, n), target_ess, enough=saturating_growth(plan, n), workers=workers
+                _checkpoint(sampler, n, working), target_ess, enough=saturating_growth(plan, n), workers=workers
             )
             if ok:
                 dt = _head(sampler.abort(), n)
-                return dt, {"draws": n, "reached": True, "checkpoints": checked}, _known(dt, stats)
+                return dt, {"draws": n, "reached": True, "checkpoints": checked}, _known(dt, stats, working)
             if crowded:
                 sampler.resume()
             n = next_checkpoint(plan, n, grow, max_draws)
@@ -562,17 +573,19 @@ def sample_to_target(
         sampler.cancel()
         raise
     dt = _head(dt, max_draws)
-    reached, _, stats = assess(elements(dt["posterior"].to_dataset()), target_ess)
-    return dt, {"draws": max_draws, "reached": reached, "checkpoints": checked + 1}, _known(dt, stats)
+    reached, _, stats = assess(elements(_checked(dt, working)), target_ess)
+    return dt, {"draws": max_draws, "reached": reached, "checkpoints": checked + 1}, _known(dt, stats, working)
 
 
-def _known(dt: xr.DataTree, stats: dict[str, np.ndarray] | None) -> dict[str, xr.Dataset] | None:
-    """A check's statistics of ``elements(posterior)`` per variable, for the fit's diagnostics to reuse."""
+def _known(
+    dt: xr.DataTree, stats: dict[str, np.ndarray] | None, working: frozenset[str] = frozenset()
+) -> dict[str, xr.Dataset] | None:
+    """A check's statistics of ``elements(posterior)`` (less ``working``) per variable, for the diagnostics to reuse."""
     from .._checks._diagnostics import per_variable
 
     if stats is None:
         return None
-    post = dt["posterior"].to_dataset()
+    post = _checked(dt, working)
     return per_variable(post[[v for v in post.data_vars if np.issubdtype(post[v].dtype, np.number)]], stats)
 
 
