@@ -198,6 +198,8 @@ def test_an_agent_without_an_input_is_named_with_the_metrics_it_leaves_nan():
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         r = reliability_profile(ds, n_resamples=50, rng=0)
+    # beside them: the zero-width intervals (a's drop and harm are 0 on every task) and the 3 tasks
+    rec = [w for w in rec if w.category in (EmptySampleWarning, UndefinedMetricWarning)]
     assert [w.category for w in rec] == [EmptySampleWarning, UndefinedMetricWarning], rec
     msg = str(rec[1].message)
     assert "robustness_drop of 1 agents ['b'] (no scored run has a `score_perturbed` value)" in msg

@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
@@ -31,6 +32,7 @@ from ..._base import UndefinedWarning
 from ..._base import check_choice
 from ..._base import check_int
 from ..._base import check_prob
+from ..._base import cluster_codes
 from ..._base import cluster_label
 from ..._base import counted
 from ..._base import interval_label
@@ -52,6 +54,9 @@ from .._kernels import weight_blocks
 from .._rates import EmptySampleWarning
 from .._resampling import BootstrapResult
 from .._resampling import bootstrap_ci
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "ParetoResult",
@@ -156,13 +161,17 @@ def quantile_ci(
     method : {"order-statistic", "bootstrap"}
         ``"order-statistic"``: distribution-free interval assuming the values
         are independent draws (one run per task, or tasks run once). With
-        several runs per task the runs of a task are correlated; a
-        :class:`~hierbench.HierbenchWarning` says so and ``"bootstrap"``
-        (resampling tasks, whole clusters when clustered) is the safer choice.
+        several runs per task the runs of a task are correlated, and so are the
+        tasks of one cluster; a :class:`~hierbench.HierbenchWarning` says so
+        and ``"bootstrap"`` (resampling tasks, whole clusters when clustered)
+        is the safer choice.
     %(prob)s
     agent_dim, task_dim : str
     cluster : str or None
-        Task coord naming clusters (``"auto"``: ``cluster`` if present), bootstrap only.
+        Task coord naming clusters (``"auto"``: ``cluster`` if present). The
+        bootstrap resamples whole clusters; the order-statistic interval cannot
+        use them and warns where the tasks have clusters (``cluster=None``
+        takes the tasks as independent and says nothing).
     %(n_resamples)s
     %(rng)s
 
@@ -172,6 +181,9 @@ def quantile_ci(
         Per agent and quantile level: the sample quantile, its interval at
         ``prob`` (order-statistic or bootstrap, as ``method`` says), the
         order-statistic interval's exact coverage, and the number of values used.
+        The bootstrap over fewer than 10 tasks, or clusters worth fewer than 20
+        equal ones, warns (a ``SmallSampleWarning``) and records it in ``attrs``
+        as :func:`hierbench.freq.pareto_frontier` does.
 
     Examples
     --------
@@ -200,15 +212,7 @@ def quantile_ci(
         if v.size:
             est[a] = np.quantile(v, qs)
     _warn_empty(flat, da, agent_dim, var, _scored_runs(data, var, agent_dim))
-    if method == "order-statistic":
-        lo, hi, cov = _order_statistic_bounds(flat, qs, prob)
-        kind, detail = "order-statistic", "distribution-free; exact coverage in `coverage`"
-    else:
-        n_resamples = check_int(n_resamples, "n_resamples", min=2)
-        codes, gen, unit = task_resampling(da, cluster, task_dim, rng)
-        lo, hi = percentile_bounds(_bootstrap_quantiles(flat, qs, codes, gen, n_resamples), prob)
-        cov = np.full(lo.shape, np.nan)
-        kind, detail = "percentile", bootstrap_detail(unit, n_resamples)
+    lo, hi, cov, kind, detail, few = _quantile_bounds(da, flat, qs, prob, method, cluster, task_dim, n_resamples, rng)
     agents = da[agent_dim].values if agent_dim in da.coords else np.arange(flat.shape[0])
     coords = {agent_dim: agents, "quantile": qs}
     est_da = xr.DataArray(est, dims=(agent_dim, "quantile"), coords=coords, name=var or "value")
@@ -217,12 +221,50 @@ def quantile_ci(
     if not has_agent:
         est_da, n_da = est_da.isel({agent_dim: 0}, drop=True), n_da.isel({agent_dim: 0}, drop=True)
         lo, hi, cov = lo[0], hi[0], cov[0]
+    ci = make_interval(lo, hi, prob=prob, kind=kind, detail=detail, template=est_da)
+    ci.attrs.update(few)
     return QuantileResult(
         estimate=est_da,
-        ci=make_interval(lo, hi, prob=prob, kind=kind, detail=detail, template=est_da),
+        ci=ci,
         coverage=est_da.copy(data=cov).rename("coverage"),
         n=n_da,
-        attrs={"method": method, "var": var},
+        attrs={"method": method, "var": var, **few},
+    )
+
+
+def _quantile_bounds(da, flat, qs, prob, method, cluster, task_dim, n_resamples, rng):
+    """``(lower, upper, coverage, kind, detail, few)`` of :func:`quantile_ci` by ``method``.
+
+    ``few`` holds the few-units attrs of a bootstrap (``few_clusters_attrs``, which warns);
+    the order-statistic interval warns where the tasks have clusters it cannot use.
+    """
+    if method == "order-statistic":
+        _warn_clusters_ignored(da, cluster, task_dim)
+        lo, hi, cov = _order_statistic_bounds(flat, qs, prob)
+        return lo, hi, cov, "order-statistic", "distribution-free; exact coverage in `coverage`", {}
+    n_resamples = check_int(n_resamples, "n_resamples", min=2)
+    codes, gen, unit = task_resampling(da, cluster, task_dim, rng)
+    label = cluster_label(da, cluster) if codes is not None else ""
+    few = few_clusters_attrs(codes, f"clusters of `{label}`", prob, n_plain=flat.shape[1],
+                             then="; the quantiles' intervals look surer than the data allow")  # fmt: skip
+    lo, hi = percentile_bounds(_bootstrap_quantiles(flat, qs, codes, gen, n_resamples), prob)
+    return lo, hi, np.full(lo.shape, np.nan), "percentile", bootstrap_detail(unit, n_resamples), few
+
+
+def _warn_clusters_ignored(da: xr.DataArray, cluster: str | None, task_dim: str) -> None:
+    """Warn where the tasks have clusters, which the order-statistic interval takes as independent.
+
+    Every task its own cluster is no clustering, and says nothing; ``cluster=None`` neither.
+    """
+    cc = cluster_codes(da, cluster, dim=task_dim)
+    if cc is None or len(cc[1]) == da.sizes[task_dim]:
+        return
+    warn_user(
+        f"the tasks fall in {len(cc[1])} clusters of `{cluster_label(da, cluster)}`, which the order-statistic "
+        "interval does not use: it assumes independent values, and tasks of one cluster are alike, so it can be "
+        "too narrow; method='bootstrap' resamples whole clusters (cluster=None takes the tasks as independent "
+        "and silences this)",
+        HierbenchWarning,
     )
 
 
@@ -382,6 +424,9 @@ def mean_ci(
         (``"mean cost"``; a DataArray by its own name). An agent with no value of
         ``var`` at all is NaN, named in an ``EmptySampleWarning`` that counts the
         scored runs it has (an eval dataset's cost can be missing from every run).
+        Fewer than 10 tasks resampled one by one warn (a ``SmallSampleWarning``,
+        its text in ``attrs["few_units"]``) as :func:`hierbench.freq.pareto_frontier`
+        does; few clusters are warned about by :func:`hierbench.freq.bootstrap_ci`.
 
     Examples
     --------
@@ -398,7 +443,7 @@ def mean_ci(
     with warnings.catch_warnings():
         if empty.any():  # said above, with the scored runs those agents have; not again as "no cost at all"
             warnings.simplefilter("ignore", EmptySampleWarning)
-        return bootstrap_ci(
+        res = bootstrap_ci(
             da.rename(name),
             "mean",
             method=method,  # type: ignore[arg-type]
@@ -410,6 +455,12 @@ def mean_ci(
             task_dim=task_dim,
             agent_dim=agent_dim,
         )
+    if "n_clusters" not in res.attrs:  # tasks resampled one by one: bootstrap_ci says nothing of few tasks
+        few = few_clusters_attrs(None, "tasks", prob, n_plain=flat.shape[1],
+                                 then="; the means' intervals look surer than the data allow")  # fmt: skip
+        res.attrs.update(few)
+        res.ci.attrs.update(few)
+    return res
 
 
 @dataclass(frozen=True, repr=False)
@@ -433,6 +484,11 @@ class ParetoResult(ResampledResult):
         Task-bootstrap percentile intervals from the same resamples.
     distribution : DataArray (resample, agent, quantity)
         Resampled accuracy and cost.
+
+    Its ``to_frame()`` gives each interval its own kind: ``ci_kind`` for ``lower`` /
+    ``upper`` (the Wilson interval of the share), ``accuracy_ci_kind`` and
+    ``cost_ci_kind`` beside ``accuracy_lower`` / ``accuracy_upper`` and
+    ``cost_lower`` / ``cost_upper`` (percentile bootstrap).
     """
 
     estimate: xr.DataArray
@@ -455,6 +511,15 @@ class ParetoResult(ResampledResult):
             "Monte Carlo error of that share, not a confidence interval"
         )
         return [head, *self._cell_lines()]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per agent; each interval's level and kind beside its bounds (``<name>_ci_kind``, ``<name>_ci_prob``)."""
+        df = super().to_frame()
+        for name, iv in (("accuracy", self.accuracy_ci), ("cost", self.cost_ci)):
+            at = list(df.columns).index(f"{name}_upper") + 1
+            df.insert(at, f"{name}_ci_kind", iv.attrs.get("ci_kind"))
+            df.insert(at, f"{name}_ci_prob", float(iv.attrs.get("ci_prob", np.nan)))
+        return df
 
     def _cell_notes(self) -> xr.DataArray:
         """Each agent's observed accuracy and cost, and whether it is on the observed frontier."""

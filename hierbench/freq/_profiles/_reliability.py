@@ -19,6 +19,8 @@ from ..._base import ResampledResult
 from ..._base import UndefinedMetricWarning
 from ..._base import check_int
 from ..._base import check_prob
+from ..._base import cluster_label
+from ..._base import counted
 from ..._base import interval_label
 from ..._base import is_binary
 from ..._base import make_interval
@@ -29,6 +31,7 @@ from .._inputs import numeric_values
 from .._inputs import task_resampling
 from .._kernels import _comb_ratio
 from .._kernels import bootstrap_detail
+from .._kernels import few_clusters_attrs
 from .._kernels import percentile_bounds
 from .._kernels import ratio
 from .._kernels import warn_undefined_resamples
@@ -59,10 +62,14 @@ class ReliabilityResult(ResampledResult):
     ci : DataArray (agent, metric, ci_bound)
         Task-bootstrap percentile intervals (one shared resample).
     n_tasks : DataArray (agent, metric)
-        Tasks entering each metric.
+        Tasks entering each metric. Where a metric rests on fewer tasks than the agent's
+        accuracy (``consistency`` leaves out the tasks run fewer than ``k`` times), the repr
+        and ``table()`` say so on its line ("on 7 of 83 tasks").
     distribution : DataArray (resample, agent, metric)
     attrs : dict
-        ``k``, ``bins``, ``n_resamples``, the bootstrap unit.
+        ``k``, ``bins``, ``n_resamples``, the bootstrap unit; where the resampled tasks or
+        clusters are few, ``few_units`` or ``n_clusters``, ``n_clusters_effective`` and
+        ``few_clusters``, as :func:`hierbench.freq.bootstrap_ci`'s are.
     """
 
     estimate: xr.DataArray
@@ -89,6 +96,7 @@ class ReliabilityResult(ResampledResult):
             "harm_severity": "safety  severity/run",
         }
         pct = {"accuracy", "consistency", "harm_rate"}
+        notes = self._task_notes()
         for agent in self.estimate["agent"].values:
             lines.append(str(agent))
             for m in self.estimate["metric"].values:
@@ -100,8 +108,23 @@ class ReliabilityResult(ResampledResult):
                     s = f"{100 * e:+.0f} points  [{100 * lo:+.0f}, {100 * hi:+.0f}]"
                 else:
                     s = f"{e:.2f}  [{lo:.2f}, {hi:.2f}]"
-                lines.append(f"  {lbl[str(m)]:<24}{s}")
+                note = str(notes.sel(agent=agent, metric=m).item())
+                lines.append(f"  {lbl[str(m)]:<24}{s}" + (f"  ({note})" if note else ""))
         return "\n".join(lines)
+
+    def _task_notes(self) -> xr.DataArray:
+        """Per (agent, metric): "on n of N tasks" where the metric rests on fewer tasks than accuracy, else ""."""
+        n = self.n_tasks.transpose(*self.estimate.dims)
+        base = n.sel(metric="accuracy") if "accuracy" in n["metric"].values else n.max("metric")
+        text = [
+            [f"on {int(x)} of {int(b)} tasks" if x != b else "" for x in row]
+            for row, b in zip(n.values, base.values, strict=True)
+        ]
+        return self.estimate.copy(data=np.array(text, dtype=object)).rename(None)
+
+    def _cell_notes(self) -> xr.DataArray:
+        """The repr's note per cell: the task count of a metric resting on fewer tasks than accuracy."""
+        return self._task_notes()
 
 
 def _edges(bins: int | Sequence[float]) -> np.ndarray:
@@ -161,10 +184,12 @@ def reliability_profile(
         run's task reworded without changing its meaning), ``confidence`` (the agent's stated
         confidence in [0, 1]) and ``severity`` (0 = no harm, larger = worse).
     k : int, optional
-        ``k`` of pass^k, at least 2 (pass^1 is accuracy, not consistency); default the median
-        number of runs per (agent, task) cell, at least 2. Cells with fewer runs are left out of
-        ``consistency``, with an :class:`~hierbench.freq.InsufficientRunsWarning` (one run in
-        every cell: consistency is undefined, NaN, with that warning).
+        ``k`` of pass^k, at least 2 (pass^1 is accuracy). Default: the largest ``k`` at which
+        every agent has 90% of its scored tasks run ``k`` times or more, else 2 (2 on METR,
+        where the median runs per cell, 8, left GPT-4 0314 7 of its 83 tasks). Cells with fewer
+        runs are left out of ``consistency``: an :class:`~hierbench.freq.InsufficientRunsWarning`
+        names each agent then on fewer tasks ("consistency on 7 of 83 tasks"), as the repr and
+        ``table()`` do (one run in every cell: NaN, with that warning).
     score, perturbed, confidence, severity : str
         Variable names.
     bins : int or sequence of float
@@ -180,7 +205,8 @@ def reliability_profile(
     Returns
     -------
     ReliabilityResult
-        ``.to_frame()`` is the table; ``.table()`` prints it.
+        ``.to_frame()`` is the table; ``.table()`` prints it. Zero-width intervals are named
+        (``ZeroWidthIntervalWarning``), few tasks or clusters too (``SmallSampleWarning``).
 
     Examples
     --------
@@ -208,10 +234,21 @@ def reliability_profile(
     per_task, kk, ece_parts = _per_task(data, names, (agent_dim, task_dim, run_dim), k, edges)
     metrics = [m for m in METRICS if m in per_task]
     agents = [str(a) for a in data[agent_dim].values]
-    est, dist, unit = _task_bootstrap(data, per_task, metrics, agents, ece_parts, edges, n_resamples,
-                                      cluster, task_dim, rng)  # fmt: skip
+    est, dist, unit, codes = _task_bootstrap(data, per_task, metrics, agents, ece_parts, edges, n_resamples,
+                                             cluster, task_dim, rng)  # fmt: skip
     _warn_no_input(est, metrics, agents, names)
-    return _result(est, dist, per_task, metrics, agents, agent_dim, prob, unit, kk, edges)
+    res = _result(est, dist, per_task, metrics, agents, agent_dim, prob, unit, kk, edges)
+    return _with_few_units(res, data, codes, cluster, task_dim, prob)
+
+
+def _with_few_units(res: ReliabilityResult, data, codes, cluster, task_dim: str, prob: float) -> ReliabilityResult:
+    """``res`` with the few-units attrs of its bootstrap (``few_clusters_attrs``, which warns where they are few)."""
+    label = cluster_label(data, cluster) if codes is not None else ""
+    few = few_clusters_attrs(codes, f"clusters of `{label}`", prob, n_plain=data.sizes[task_dim],
+                             then="; every interval of the profile looks surer than the data allow")  # fmt: skip
+    res.attrs.update(few)
+    res.ci.attrs.update(few)
+    return res
 
 
 def _per_task(
@@ -225,7 +262,7 @@ def _per_task(
     y = _scores(data, names["score"], order)
     ran = np.isfinite(y)
     per_task: dict[str, np.ndarray] = {"accuracy": _task_mean(y, ran)}
-    kk = _consistency(y, ran, k, per_task)
+    kk = _consistency(y, ran, k, per_task, [str(a) for a in data[order[0]].values])
     yp = _variable(data, names["perturbed"], order)
     if yp is not None:
         per_task["robustness_drop"] = _task_mean(yp - np.where(ran, y, 0.0), ran & np.isfinite(yp))
@@ -238,8 +275,8 @@ def _per_task(
 
 def _task_bootstrap(
     data, per_task, metrics, agents, ece_parts, edges, n_resamples, cluster, task_dim, rng
-) -> tuple[np.ndarray, np.ndarray, str]:
-    """The metrics on the data, their distribution over one shared resample of tasks (or clusters), the unit.
+) -> tuple[np.ndarray, np.ndarray, str, np.ndarray | None]:
+    """The metrics on the data, their distribution over one shared resample of tasks (or clusters), the unit, the clusters.
 
     A metric undefined in some resamples where it is defined on the data is warned about
     (``agents`` name the rows; a metric undefined on the data itself is NaN in the estimate,
@@ -255,7 +292,7 @@ def _task_bootstrap(
         dist, [f"{m} of agent {a!r}" for a in agents for m in metrics], only=np.isfinite(est),
         cause="an agent drew none of its tasks with that input", category=UndefinedMetricWarning,
     )
-    return est, dist, unit
+    return est, dist, unit, codes
 
 
 #: the optional input each metric is computed from (the keys of ``names`` in reliability_profile)
@@ -319,7 +356,7 @@ def _result(est, dist, per_task, metrics, agents, agent_dim, prob, unit, k, edge
             kind="percentile",
             detail=f"{bootstrap_detail(unit, n_resamples)} (shared by all metrics)",
             template=est_da,
-            warn_zero_width=False,
+            zero_width_why=_zero_width_reasons(per_task, metrics, k),
         ),
         n_tasks=xr.DataArray(n_tasks, dims=(agent_dim, "metric"), coords=coords),
         distribution=xr.DataArray(dist, dims=("resample", agent_dim, "metric"), coords=coords),
@@ -365,15 +402,27 @@ def _task_mean(v: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return ratio(np.where(mask, v, 0.0).sum(2), cnt)
 
 
-def _default_k(k: int | None, n_runs: np.ndarray) -> int:
-    """Return ``k`` as given (>= 2), or the median number of runs of the cells that ran.
+#: the default k of pass^k keeps at least this many tenths of every agent's scored tasks (``_default_k``),
+#: compared in integers
+_KEEP_TENTHS = 9
 
-    At least 2: the minimum would let one single-run cell turn pass^k into pass^1 =
-    accuracy.
+
+def _default_k(k: int | None, n_runs: np.ndarray) -> int:
+    """Return ``k`` as given (>= 2), or the largest k at which every agent keeps 90% of its tasks (``_KEEP_TENTHS``).
+
+    ``n_runs`` is (agent, task). The default is the largest k with at least 90% of each
+    agent's scored tasks run k times or more (agents with no task run twice have no
+    consistency at any k and do not count), so consistency and accuracy rest on nearly the
+    same tasks; 2 where no k does. Never 1: pass^1 is accuracy. (The median runs per cell,
+    the rule before, left GPT-4 0314 on METR with 7 of its 83 tasks at k = 8.)
     """
     if k is None:
-        ran = n_runs[n_runs > 0]
-        return max(2, int(np.median(ran))) if ran.size else 2
+        who = (n_runs >= 2).any(1)
+        scored = (n_runs[who] > 0).sum(1)
+        for kk in range(int(n_runs.max(initial=0)), 2, -1):
+            if (10 * (n_runs[who] >= kk).sum(1) >= _KEEP_TENTHS * scored).all():
+                return kk
+        return 2
     kk = check_int(k, "k", min=1)
     if kk < 2:
         raise ValueError(
@@ -383,8 +432,11 @@ def _default_k(k: int | None, n_runs: np.ndarray) -> int:
     return kk
 
 
-def _consistency(y, ran, k, per_task) -> int | None:
-    """pass^k per (agent, task) into ``per_task``; the ``k`` used (None: scores not binary)."""
+def _consistency(y, ran, k, per_task, agents: list[str]) -> int | None:
+    """pass^k per (agent, task) into ``per_task``; the ``k`` used (None: scores not binary).
+
+    ``agents`` name the rows in the warning on cells with fewer than k runs.
+    """
     if not is_binary(y):
         warn_user(
             "scores are not all 0/1: consistency (pass^k) needs binary scores and is left out",
@@ -401,16 +453,65 @@ def _consistency(y, ran, k, per_task) -> int | None:
             InsufficientRunsWarning,
         )
     elif short.any():
-        warn_user(
-            f"{int(short.sum())} (agent, task) cells have fewer runs than k={kk}: their pass^k "
-            "is undefined and they are left out of `consistency`",
-            InsufficientRunsWarning,
-        )
+        _warn_short(short, n_runs, kk, per_task["accuracy"], agents)
     c = np.where(ran, y, 0.0).sum(2)
     per_task["consistency"] = np.where(
         (n_runs >= kk) & (n_runs > 0), _comb_ratio(c, n_runs, kk), np.nan
     )
     return kk
+
+
+def _warn_short(short: np.ndarray, n_runs: np.ndarray, k: int, acc: np.ndarray, agents: list[str]) -> None:
+    """Warn of the cells run fewer than k times, naming each agent whose consistency then rests on fewer tasks.
+
+    Each is named with "consistency on n of N tasks" (N: the tasks its accuracy rests on)
+    and its accuracy on those n tasks beside that on all N, for a subset of the tasks can
+    be an easier or a harder one. Agents left with no task are named by ``_warn_no_input``.
+    """
+    kept, scored = (n_runs >= k).sum(1), (n_runs > 0).sum(1)
+    named = []
+    for i in np.flatnonzero((kept > 0) & (kept < scored)):
+        on = n_runs[i] >= k
+        named.append(
+            f"{agents[i]} (consistency on {kept[i]} of {scored[i]} tasks; accuracy {np.nanmean(acc[i][on]):.0%} "
+            f"on those, {np.nanmean(acc[i]):.0%} on all {scored[i]})"
+        )
+    rest = (
+        f", so for {counted(len(named), 'agent')} it rests on fewer tasks than `accuracy`: {'; '.join(named)}. "
+        "Their consistency is of those tasks alone; ask for a smaller `k`, or give those tasks k runs."
+        if named else ""
+    )
+    warn_user(
+        f"{int(short.sum())} (agent, task) cells have fewer runs than k={k}: their pass^k is undefined and they "
+        f"are left out of `consistency`{rest}",
+        InsufficientRunsWarning,
+    )
+
+
+def _zero_width_reasons(per_task: dict[str, np.ndarray], metrics: list[str], k: int | None) -> np.ndarray:
+    """Per (agent, metric), why a zero-width interval there measures nothing (read only where it has zero width).
+
+    Where every task of the agent has one value of the metric no resample can differ; for
+    accuracy and consistency the warning names the bound that holds there.
+    """
+    A = per_task["accuracy"].shape[0]
+    advice = {
+        "accuracy": "; hierbench.freq.success_rate(data) gives a bound that holds",
+        "consistency": f"; hierbench.freq.pass_hat_k(data, {k}) gives a bound that holds",
+    }
+    what = {"accuracy": "mean score", "consistency": f"pass^{k}"}
+    out = np.full((A, len(metrics)), "every resample gave the same value", dtype=object)
+    for j, m in enumerate(metrics):
+        if m == "ece":  # its per-task entry is a placeholder: no one value to name
+            continue
+        v = per_task[m]
+        for a in range(A):
+            x = v[a][np.isfinite(v[a])]
+            if x.size and x.min() == x.max():
+                tasks = "its one task has" if x.size == 1 else f"every one of its {x.size} tasks has"
+                out[a, j] = (f"{tasks} {what.get(m, m)} {x[0]:.3g}: no resample can differ"
+                             + advice.get(m, ""))  # fmt: skip
+    return out
 
 
 def _calibration(conf, y, ran, edges, name, per_task):
@@ -427,13 +528,13 @@ def _calibration(conf, y, ran, edges, name, per_task):
             f"(e.g. {conf[outside][:3].tolist()})"
         )
     nb = edges.size - 1
-    n_runs = ran.sum(2).astype(float)
+    n_conf = cm.sum(2).astype(float)  # the runs with a confidence: a task weighs 1 however many of its runs gave one
     with np.errstate(invalid="ignore", divide="ignore"):
-        inv_n = ratio(1.0, n_runs, 0.0)
+        inv_n = ratio(1.0, n_conf, 0.0)
     b_idx = np.clip(
         np.searchsorted(edges, np.where(cm, conf, edges[0]), side="right") - 1, 0, nb - 1
     )
-    wrun = np.where(cm, inv_n[..., None], 0.0)  # each task weighs 1, split over its runs
+    wrun = np.where(cm, inv_n[..., None], 0.0)  # each task weighs 1, split over its runs with a confidence
     onehot = (b_idx[..., None] == np.arange(nb)) & cm[..., None]  # (A, T, R, nb)
     s_conf = (onehot * (wrun * np.where(cm, conf, 0.0))[..., None]).sum(2)  # (A, T, nb)
     s_ok = (onehot * (wrun * np.where(cm, y, 0.0))[..., None]).sum(2)
