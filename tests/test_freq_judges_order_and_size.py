@@ -40,8 +40,9 @@ def test_weighted_kappa_on_negative_and_fractional_grades_matches_sklearn():
     a = np.array([-2, -1, 0, 1, 2, 0.5, -1, 2, 1, 0, -2, 0.5])
     b = np.array([-1, -1, 0, 2, 2, 0.5, -2, 1, 1, 0.5, -2, 0])
     r = cohen_kappa(a, b, weights="linear", n_resamples=50, rng=0)
-    # sklearn takes integer labels only: twice the grades have the same order
-    ref = skm.cohen_kappa_score((2 * a).astype(int), (2 * b).astype(int), weights="linear")
+    # sklearn takes integer labels only: twice the grades have the same order; its weights are by
+    # position in `labels`, so every integer from -4 to 4 listed makes them the distance by value
+    ref = skm.cohen_kappa_score((2 * a).astype(int), (2 * b).astype(int), weights="linear", labels=np.arange(-4, 5))
     assert float(r.estimate) == pytest.approx(ref, abs=1e-12)
     assert r.categories == [-2, -1, 0, 0.5, 1, 2]
 

@@ -4,10 +4,13 @@ Before a judge stands in for humans, or one judge for another, their labels
 should agree beyond chance. Labels are categories: a missing label is
 refused, numbers are never mixed with text (1 and '1' are not merged), and
 numbers are keyed by value and ordered by it (2 and 2.0 are one label; 10
-comes after 9). Text has no order, so weighted kappa on text needs the
-categories in order. Kappa needs at least three items (clusters). Number
-labels that look like continuous scores (not all whole numbers, more distinct
-values than half the items) are warned about: kappa takes each value as a category.
+comes after 9); weighted kappa measures how far apart two numbers are by
+their values (3 and 5 are two steps apart on a 1-5 rubric where nobody gave
+a 4). Text has no order, so weighted kappa on text needs the categories in
+order, and measures distance by position in that order. Kappa needs at least
+three items (clusters). Number labels that look like continuous scores (not
+all whole numbers, more distinct values than half the items) are warned
+about: kappa takes each value as a category.
 Each kappa is a smooth function of per-item totals, so it is bootstrapped
 like the classification metrics, whole clusters at a time, with a
 studentized interval clipped to [-1, 1] by default.
@@ -45,6 +48,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["AgreementResult", "cohen_kappa", "fleiss_kappa"]
+
+#: ``category_order`` of number labels without ``categories``: weighted kappa measures their distance by value
+NUMERIC_ORDER = "numeric order of the labels"
 
 #: most per-item confusion cells (items x categories^2) Cohen's kappa holds: 2^27 floats, 1 GiB
 MAX_TABLE_ELEMENTS = 2**27
@@ -154,7 +160,7 @@ def _number_labels(vals: np.ndarray, categories, name: str) -> tuple[np.ndarray,
     if categories is None:
         order = np.unique(keys)
         cats = [int(c) if float(c).is_integer() else float(c) for c in order]
-        how = "numeric order of the labels"
+        how = NUMERIC_ORDER
     else:
         cats = list(categories)
         if not all(_label_kind(c) == "number" for c in cats):
@@ -248,13 +254,20 @@ def cohen_kappa(
     ----------
     rater_a, rater_b : array-like, one label per item
     weights : {None, "linear", "quadratic"}
-        Unweighted kappa, or weighted kappa for ordered categories (the
-        order of ``categories``).
+        Unweighted kappa, or weighted kappa for ordered categories: the
+        disagreement of labels a and b is ``|d(a, b)| / D`` (linear) or its
+        square (quadratic). For number labels (``categories`` not given) ``d``
+        is the difference of their values and ``D`` the range of the values
+        seen, so gaps count: on a 1-5 rubric with no 4 given, 3 and 5 are two
+        steps apart, not one. Otherwise (text, booleans, or ``categories``
+        given) ``d`` is the difference of their positions in the order and
+        ``D = C - 1``. ``estimate.attrs["distance"]`` says which.
     categories : list, optional
         All categories, in order. Default: the labels seen; numbers in numeric
         order (2 and 2.0 are one label). Text has no order, so weighted kappa
         on text labels needs ``categories``. ``estimate.attrs["category_order"]``
-        says which order was used.
+        says which order was used. Given, weighted kappa takes the distance of
+        two labels by their positions in it, whatever their values.
     cluster, prob, n_resamples, method, item_dim, rng
         As in :func:`classification_metrics` (the studentized interval is
         clipped to [-1, 1]). The studentized standard error needs memory
@@ -287,13 +300,7 @@ def cohen_kappa(
     codes, unit = _clusters(va, cluster, item_dim)
     _check_units(codes, both.shape[0], unit, "Cohen's kappa")
     _warn_one_category(both, cats)
-    i, j = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
-    if weights is None:
-        dis = (i != j).astype(float)
-    elif weights == "linear":
-        dis = np.abs(i - j) / max(k - 1, 1)
-    else:
-        dis = ((i - j) / max(k - 1, 1)) ** 2
+    dis, distance = _disagreement(weights, cats, by_value=categories is None and how == NUMERIC_ORDER)
     n = both.shape[0]
     if n * k * k > MAX_TABLE_ELEMENTS:
         raise HierbenchError(
@@ -324,8 +331,25 @@ def cohen_kappa(
         n_resamples,
         cats,
         "expected disagreement is 0 (one category only): kappa",
-        attrs={"weights": str(weights), "category_order": how},
+        attrs={"weights": str(weights), "category_order": how, "distance": distance},
     )
+
+
+def _disagreement(weights: str | None, cats: list, *, by_value: bool) -> tuple[np.ndarray, str]:
+    """Cohen's kappa's disagreement of every pair of the categories ``cats``, and what it measures.
+
+    Unweighted: 1 off the diagonal. Linear: ``|x_a - x_b| / (max - min)``, quadratic its square,
+    with ``x`` the labels' values (``by_value``: number labels, no ``categories`` given) or
+    their positions ``0..C-1`` in the order.
+    """
+    x = np.array(cats, dtype=float) if by_value else np.arange(len(cats), dtype=float)
+    d = np.abs(x[:, None] - x[None, :])
+    if weights is None:
+        return (d != 0).astype(float), "none (unweighted: every disagreement counts 1)"
+    span = float(x.max() - x.min()) or 1.0
+    by = ("by value: |a - b| / (max - min) of the labels' values" if by_value
+          else "by position in the category order: |i - j| / (C - 1)")
+    return (d / span if weights == "linear" else (d / span) ** 2), by + ("" if weights == "linear" else ", squared")
 
 
 def _warn_one_category(both: np.ndarray, cats: list) -> None:
@@ -370,8 +394,11 @@ def fleiss_kappa(
         One label per item and rater; every item rated by the same number of raters.
     categories : list, optional
     cluster, prob, n_resamples, method, item_dim, rng
-        As in :func:`classification_metrics` (resampling items or clusters;
-        the studentized interval is clipped to [-1, 1]).
+        As in :func:`classification_metrics` (resampling items or clusters).
+        Fleiss' kappa is never below ``-1/(r - 1)`` with ``r`` raters per item
+        (-0.125 with 9; reached where each item's ratings all differ), so the
+        interval's lower end is clipped there (and its upper at 1), which
+        ``ci_detail`` says.
     rater_dim : str
         Name of the rater dim of a DataArray.
 
@@ -423,19 +450,23 @@ def fleiss_kappa(
             pe = (pj**2).sum(1)
             return (pbar - pe) / (1 - pe), pbar, pe
 
+    floor = -1.0 / (r - 1)
     return _agreement(
         "fleiss_kappa", kappa, rows, codes, unit, rng, method, prob, n_resamples, cats,
         "all ratings in one category: Fleiss' kappa",
-        attrs={"category_order": how},
+        attrs={"category_order": how}, floor=(floor, f"-1/(r - 1) = {floor:.4g}: with r = {r} raters per item "
+                                               "Fleiss' kappa is never below it (reached where each item's ratings all differ)"),
     )
 
 
 def _agreement(
-    name, kappa, rows, codes, unit, rng, method, prob, n_resamples, cats, undefined, attrs=None
+    name, kappa, rows, codes, unit, rng, method, prob, n_resamples, cats, undefined, attrs=None, floor=None
 ):
     """Kappa on the items' rows with its bootstrap interval (studentized: clipped to [-1, 1]).
 
     A NaN kappa is named in an :class:`UndefinedMetricWarning` saying why (``undefined``).
+    ``floor``: ``(value, why)``, the least the statistic can be (Fleiss' ``-1/(r - 1)``): the
+    interval's lower end is clipped there (every method), and ``ci_detail`` says so.
     """
     est, po, pe = (x[0] for x in kappa(rows.sum(0)[None]))
     _warn_nan(est, undefined)
@@ -448,8 +479,10 @@ def _agreement(
         as_rng(rng),
         method,
         prob,
-        (-1.0, 1.0),
+        (-1.0 if floor is None else floor[0], 1.0),
     )
+    if floor is not None:
+        lo = np.where(np.isfinite(lo), np.maximum(lo, floor[0]), lo)
     n_undef = _warn_undefined_resamples(
         dist[:, 0], est, n_resamples, "kappa",
         "a resample whose items all carry one category and the raters agree on it has none, 0/0",
@@ -457,6 +490,8 @@ def _agreement(
     kind, detail = _detail(method, unit, n_resamples)
     if n_undef:
         detail += f"; {n_undef} resamples with kappa undefined (0/0) left out"
+    if floor is not None:
+        detail += f"; lower end clipped at {floor[1]}"
     return AgreementResult(
         estimate=xr.DataArray(est, name=name, attrs=attrs or {}),
         ci=make_interval(lo[0], hi[0], prob=prob, kind=kind, detail=detail).assign_attrs(few),

@@ -19,10 +19,13 @@ import xarray as xr
 
 from ..._base import DEFAULT_PROB
 from ..._base import ResampledResult
+from ..._base import ZeroWidthIntervalWarning
 from ..._base import as_rng
 from ..._base import check_number
+from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import renamed_kwargs
+from ..._base import warn_user
 from .._inputs import numeric_values
 from .._kernels import percentile_bounds
 from .._kernels import ratio
@@ -209,6 +212,10 @@ class RecallThresholdResult(ResampledResult):
     precision_ci : DataArray (ci_bound)
         Bootstrap interval of the precision obtained at the target recall
         (the threshold re-chosen in each resample).
+    n_undefined : int
+        Resamples that drew no positive item, where no threshold reaches the
+        target: left out of both intervals (an :class:`UndefinedMetricWarning`
+        and ``ci_detail`` count them).
     distribution : DataArray (resample, quantity)
     """
 
@@ -217,6 +224,7 @@ class RecallThresholdResult(ResampledResult):
     precision: xr.DataArray
     recall: xr.DataArray
     precision_ci: xr.DataArray
+    n_undefined: int = 0
 
     _estimate_label: ClassVar[str] = "highest score threshold reaching recall {target_recall}"
 
@@ -268,6 +276,7 @@ def threshold_for_recall(
     if not (0 < check_number(target, "target") <= 1):
         raise ValueError(f"`target` must satisfy 0 < target <= 1; got target={target!r}")
     cv = _sorted_scores(y_true, score, cluster, item_dim)
+    _check_units(cv.codes, cv.t.size, cv.unit, "the threshold for a target recall")
 
     def pick(tp, fp):
         return _at_recall(tp, fp, target, cv.thresholds)
@@ -276,17 +285,45 @@ def threshold_for_recall(
     _warn_nan(obs[0], "no positive item: the threshold")
     few = _few_clusters(cv.codes, prob, cv.t.size)
     dist = cv.resampled(pick, n_resamples, rng)
+    # a resample without a positive item leaves all three undefined at once (no recall to reach)
+    n_undef = _warn_undefined_resamples(
+        dist[:, 0], obs[0], n_resamples, "the threshold (and the precision there)",
+        "a resample that draws no positive item has no recall to reach, 0/0",
+    )
     lo, hi = percentile_bounds(dist, prob)
     detail = f"bootstrap over {cv.unit}s, {n_resamples} resamples; threshold re-chosen in each"
+    if n_undef:
+        detail += (f"; {n_resamples - n_undef} resamples used: {n_undef} drew no positive item (no threshold "
+                   "reaches the target) and are left out")
+    ivs = [make_interval(lo[i], hi[i], prob=prob, kind="percentile", detail=detail, warn_zero_width=False)
+           .assign_attrs(few) for i in (0, 1)]
+    _warn_flat(ivs, int(cv.t.sum()))
     q = ["threshold", "precision", "recall"]
     return RecallThresholdResult(
         estimate=xr.DataArray(obs[0], name="threshold", attrs={"target_recall": float(target)}),
-        ci=make_interval(lo[0], hi[0], prob=prob, kind="percentile", detail=detail).assign_attrs(few),
+        ci=ivs[0],
         precision=xr.DataArray(obs[1]),
         recall=xr.DataArray(obs[2]),
-        precision_ci=make_interval(lo[1], hi[1], prob=prob, kind="percentile", detail=detail).assign_attrs(few),
+        precision_ci=ivs[1],
         distribution=xr.DataArray(dist, dims=("resample", "quantity"), coords={"quantity": q}),
+        n_undefined=n_undef,
     )
+
+
+def _warn_flat(intervals: list[xr.DataArray], n_pos: int) -> None:
+    """Warn once of :func:`threshold_for_recall`'s intervals that have zero width, naming each (threshold, precision)."""
+    why = [f"every resample that drew a positive item chose the same threshold, as when few positive items set "
+           f"it ({n_pos} here)",
+           "the precision at the threshold was the same in every resample that drew a positive item (1 where the "
+           "scores put every positive item above every negative one, say)"]
+    flat = [f"{name} ({w})" for name, w, iv in zip(("the threshold", "the precision there"), why, intervals, strict=True)
+            if np.isfinite(iv.values).all() and iv.values[0] == iv.values[1]]
+    if flat:
+        warn_user(
+            f"the {interval_label(intervals[0])} interval of " + " and of ".join(flat) + " has zero width. Zero width "
+            "at a level below one measures no uncertainty; it is not a statement of certainty.",
+            ZeroWidthIntervalWarning,
+        )
 
 
 def _at_recall(tp, fp, target: float, thr: np.ndarray) -> np.ndarray:

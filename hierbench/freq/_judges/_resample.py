@@ -26,7 +26,9 @@ from ..._base import check_prob
 from ..._base import cluster_codes
 from ..._base import warn_user
 from .._kernels import BLOCK_ELEMENTS
-from .._kernels import _bca
+from .._kernels import BcaCounts
+from .._kernels import DegenerateBootstrapWarning
+from .._kernels import _bca_parts
 from .._kernels import few_clusters_attrs
 from .._kernels import percentile_bounds
 from .._kernels import warn_undefined_counts
@@ -236,8 +238,12 @@ def _bootstrap(
     method: str,
     prob: float,
     bounds: tuple[float, float],
+    skip: np.ndarray | None = None,
 ):
     """Estimate, bootstrap distribution and interval of ``f(w @ rows)`` (statistics along the last axis).
+
+    ``skip`` (one bool per statistic) marks those whose interval the caller replaces by a
+    bound (a proportion at 0 or 1): BCa's warning leaves them out.
 
     ``method="studentized"`` is the symmetric bootstrap-t (Hall 1988):
     ``t* = (f* - f) / se*`` with the linearised cluster-robust standard error
@@ -273,17 +279,7 @@ def _bootstrap(
     if method == "percentile":
         lo, hi = percentile_bounds(dist, prob)
     elif method == "bca":
-        groups = np.arange(n) if codes is None else np.asarray(codes)
-        g = int(groups.max()) + 1
-        step = max(1, BLOCK_ELEMENTS // max(n, 1))
-        jack = []
-        for g0 in range(0, g, step):
-            ids = np.arange(g0, min(g, g0 + step))
-            jack.append(f((groups[None, :] != ids[:, None]).astype(float) @ rows))
-        lim, _, _ = _bca(
-            np.atleast_1d(np.asarray(est, dtype=float)), dist, np.concatenate(jack), 1 - prob
-        )
-        lo, hi = lim[:, 0], lim[:, 1]
+        lo, hi = _bca_limits(f, rows, codes, est, dist, prob, skip)
     else:
         t = np.abs(np.where(np.isnan(dist), np.nan, np.concatenate(ts)))
         # |t*| = inf: a resample whose drawn units all give the same value (se* = 0) but
@@ -311,6 +307,91 @@ def _bootstrap(
         undefined = ~np.isfinite(est)
         lo, hi = np.where(undefined, np.nan, lo), np.where(undefined, np.nan, hi)
     return est, dist, lo, hi
+
+
+def _bca_limits(f, rows, codes, est, dist, prob: float, skip: np.ndarray | None):
+    """BCa limits ``(lo, hi)`` with a jackknife over items (clusters); warns of those left undefined.
+
+    The statistics ``skip`` marks are left out of the warning (their caller gives a bound).
+    """
+    n = rows.shape[0]
+    groups = np.arange(n) if codes is None else np.asarray(codes)
+    g = int(groups.max()) + 1
+    step = max(1, BLOCK_ELEMENTS // max(n, 1))
+    jack = []
+    for g0 in range(0, g, step):
+        ids = np.arange(g0, min(g, g0 + step))
+        jack.append(f((groups[None, :] != ids[:, None]).astype(float) @ rows))
+    theta, jack = np.atleast_1d(np.asarray(est, dtype=float)), np.concatenate(jack)
+    lim, _, _, counts = _bca_parts(theta, dist, jack, 1 - prob)
+    if skip is not None and np.any(skip):  # counted again without them
+        keep = ~np.asarray(skip, dtype=bool)
+        counts = BcaCounts([0, 0, 0]) if not keep.any() else _bca_parts(
+            theta[keep], dist[:, keep], jack[:, keep], 1 - prob)[3]
+    _warn_bca_undefined(counts, theta.size)
+    return lim[:, 0], lim[:, 1]
+
+
+#: what to do where every resample of a judge statistic equals its estimate (BCa's warning)
+FLAT_ADVICE = (
+    "every item, or cluster, gives the statistic one value (a kappa of 1 where the raters agree on every "
+    "item, say), so no resample can differ from the data and a resampling interval has no width (BCa: none "
+    "at all), which does not hold. Give more items or clusters, or report the counts behind the statistic "
+    "with an exact interval of a proportion, hierbench.freq.exact_interval(successes, n) (the items the "
+    "raters agree on, say)"
+)
+
+
+def _warn_bca_undefined(counts: BcaCounts, n: int) -> None:
+    """Warn that some of ``n`` judge statistics have no BCa interval, with advice that fits a judge.
+
+    ``counts``: ``_bca_parts``' count ``[undefined, flat, one_unit]``. The package's
+    ``warn_bca_undefined`` advises ``pass_hat_k``, which is for pass rates, not for a
+    confusion matrix or a kappa.
+    """
+    bad, flat, one = (int(c) for c in counts.counts)
+    if not bad:
+        return
+    said = []
+    if bad > flat:
+        said.append(
+            f"{bad - flat} of them: the bootstrap distribution lies entirely on one side of the estimate (or the "
+            "jackknife values are all equal); use method='studentized' (the default) or 'percentile', or more items"
+        )
+    if flat > one:
+        said.append(f"{flat - one} of them: {FLAT_ADVICE}")
+    if one:
+        said.append(
+            f"{one} of them: all the items it rests on lie in one cluster, so every resample that draws that "
+            "cluster repeats the estimate; without `cluster` the items are resampled one by one (taken as "
+            "independent: too narrow if a cluster's items are alike)"
+        )
+    warn_user(
+        f"BCa is undefined for {bad} of {n} statistics; their interval is NaN. " + "; ".join(said) + ".",
+        DegenerateBootstrapWarning,
+    )
+
+
+def _edge_bounds(at_one: Any, n_units: Any, prob: float) -> tuple[np.ndarray, np.ndarray]:
+    """Two-sided bounds of a proportion observed at 0 (``at_one`` False) or 1 over ``n_units`` units.
+
+    With ``a = (1 - prob) / 2``: ``[0, 1 - a^(1/n)]`` at 0 and ``[a^(1/n), 1]`` at 1.
+    Over ``n`` independent items this is Clopper-Pearson's interval for 0 (or ``n``) of ``n``;
+    over ``n`` clusters it is the distribution-free bound for the mean of ``n`` independent
+    values in [0, 1] (every cluster's share 0, or 1), which ``bounded_mean_bounds`` of
+    ``hierbench._numerics`` gives there: ``P(every share is 0) <= (1 - mean)^n``.
+
+    Examples
+    --------
+    >>> lo, hi = _edge_bounds(True, 30, 0.95)
+    >>> round(float(lo), 4), float(hi)
+    (0.8843, 1.0)
+    """
+    one = np.asarray(at_one, dtype=bool)
+    n = np.asarray(n_units, dtype=float)
+    with np.errstate(divide="ignore"):
+        edge = ((1.0 - float(prob)) / 2.0) ** (1.0 / n)
+    return np.where(one, edge, 0.0), np.where(one, 1.0, 1.0 - edge)
 
 
 def _few_clusters(codes: np.ndarray | None, prob: float, n_items: int) -> dict:

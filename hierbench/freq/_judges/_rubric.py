@@ -14,6 +14,7 @@ whose recorded setups differ, or that record none.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
@@ -24,15 +25,21 @@ import xarray as xr
 
 from ..._base import DEFAULT_PROB
 from ..._base import HierbenchError
+from ..._base import HierbenchWarning
 from ..._base import Result
+from ..._base import ZeroWidthIntervalWarning
 from ..._base import as_rng
 from ..._base import check_number
 from ..._base import check_prob
+from ..._base import cluster_codes
+from ..._base import make_interval
 from ..._base import renamed_kwargs
+from ..._base import warn_user
 from .._inputs import data_variable
 from .._inputs import numeric_values
 from .._resampling import BootstrapResult
 from .._resampling import bootstrap_ci
+from ._resample import _edge_bounds
 
 __all__ = [
     "JudgeSetupError",
@@ -70,7 +77,16 @@ class RubricResult(Result):
         ``distribution``). Where tasks have different numbers of runs this is
         not the share of all runs.
     bottom_share_ci : DataArray (agent, ci_bound)
-        Task-bootstrap interval of ``bottom_share``.
+        Task-bootstrap interval of ``bottom_share``; where the share is 0 or 1 (no
+        run at the bottom, or every run there) a resampling interval has no width,
+        and the interval is the bound for the mean of the n tasks' shares (G
+        clusters' with clusters), ``[0, 1 - a^(1/n)]`` at 0 and ``[a^(1/n), 1]`` at
+        1, ``a = (1 - prob) / 2``: Clopper-Pearson's where each task has one run.
+        Its ``ci_kind`` is then ``"bounded-mean"`` or ``"mixed"``.
+    bottom_share_ci_kind : DataArray (agent)
+        Each agent's kind of ``bottom_share_ci``: the bootstrap's or ``"bounded-mean"``.
+    bottom_share_ci_flag : DataArray (agent)
+        ``""``, or the bound that replaced the bootstrap interval of ``bottom_share``.
     judge : dict
         The judge setup recorded in the data.
     """
@@ -81,8 +97,28 @@ class RubricResult(Result):
     bottom_share: xr.DataArray
     bottom_share_ci: xr.DataArray
     judge: dict = field(default_factory=dict)
+    bottom_share_ci_kind: xr.DataArray | None = None
+    bottom_share_ci_flag: xr.DataArray | None = None
 
     _estimate_label = "mean rubric grade (each task's mean over runs, tasks weighed equally)"
+
+    def _cell_notes(self) -> xr.DataArray | None:
+        """Each agent's bottom share with its interval (and the bound's flag), after its line."""
+        if self.bottom_share.ndim == 0:  # no agent dim: one line, its note alone
+            lo, hi = (float(x) for x in self.bottom_share_ci.values)
+            flag = "" if self.bottom_share_ci_flag is None else str(self.bottom_share_ci_flag.item())
+            return xr.DataArray(self._bottom_note(float(self.bottom_share), lo, hi, flag))
+        lo, hi = (self.bottom_share_ci.sel(ci_bound=b, drop=True) for b in ("lower", "upper"))
+        flag = self.bottom_share_ci_flag if self.bottom_share_ci_flag is not None else xr.full_like(lo, "", dtype=object)
+        notes = [self._bottom_note(float(v), float(a), float(b), str(f)) for v, a, b, f in
+                 zip(self.bottom_share.values, lo.values, hi.values, flag.values, strict=True)]
+        return self.bottom_share.copy(data=np.array(notes, dtype=object))
+
+    def _bottom_note(self, v: float, lo: float, hi: float, flag: str) -> str:
+        """``share <= 1: 0 [0, 0.284]`` and the flag, if any."""
+        at = self.bottom_share.attrs.get("bottom")
+        head = "bottom share" if at is None else f"share <= {at:g}"
+        return f"{head}: {v:.3g} [{lo:.3g}, {hi:.3g}]" + (f"; {flag}" if flag else "")
 
 
 def judge_setup(
@@ -245,29 +281,124 @@ def rubric_summary(
     )
     # the same seed for both bootstraps: the mean and the bottom share see the same task resamples
     seed = int(as_rng(rng).integers(2**63))
-    mean = bootstrap_ci(da, "mean", rng=seed, **kw)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        mean = bootstrap_ci(da, "mean", rng=seed, **kw)
     low = (da <= b).astype(float).where(da.notnull())
-    low_res: BootstrapResult = bootstrap_ci(low, "mean", rng=seed, **kw)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        low_res: BootstrapResult = bootstrap_ci(low, "mean", rng=seed, **kw)
+    # handed on as they came, once (a few-clusters warning is the same for both); the bottom share's
+    # zero width is said of the bottom share (_bottom_interval), not as if of the means
+    first = [(str(w.message), w.category) for w in said]
+    more = [(str(w.message), w.category) for w in seen if not issubclass(w.category, ZeroWidthIntervalWarning)]
+    for msg, cat in first + [m for m in more if m not in first]:
+        warn_user(msg, cat)
     # distribution: share of each level, each task weighing the same
     shares = []
     for level in lv:
         ind = (da == level).astype(float).where(da.notnull())
         shares.append(ind.mean(run_dim).mean(task_dim))
     dist = xr.concat(shares, dim="level").assign_coords(level=lv).transpose(..., "level")
-    est = mean.estimate.rename("rubric_mean")
-    ci = mean.ci
-    bs = low_res.estimate.rename("bottom_share")
-    # the bootstrap's own interval, its detail saying what the share is of
-    bs_ci = low_res.ci.copy()
-    bs_ci.attrs["ci_detail"] = f"{bs_ci.attrs.get('ci_detail', '')}; share of scores <= {b:g}"
+    bs_ci, bs_kind, bs_flag = _bottom_interval(low_res, low, b, cluster, prob, (run_dim, task_dim))
+    judge = judge_setup(data)
+    _warn_mixed_judges(data, judge, agent_dim)
     return RubricResult(
-        estimate=est,
-        ci=ci,
+        estimate=mean.estimate.rename("rubric_mean"),
+        ci=mean.ci,
         distribution=dist,
-        bottom_share=bs,
+        bottom_share=low_res.estimate.rename("bottom_share").assign_attrs(bottom=float(b)),
         bottom_share_ci=bs_ci,
-        judge=judge_setup(data),
+        judge=judge,
+        bottom_share_ci_kind=bs_kind,
+        bottom_share_ci_flag=bs_flag,
     )
+
+
+def _bottom_interval(low_res: BootstrapResult, low: xr.DataArray, b: float, cluster, prob: float, dims):
+    """The bottom share's interval, its kind and flag per agent: the bootstrap's, or a bound where it has no width.
+
+    At a share of 0 or 1 no resample can differ: the interval is ``_edge_bounds``' over the
+    agent's n tasks (G clusters) with a score, the bound for the mean of n values in [0, 1].
+    Where the bootstrap interval still has no width (every task, or cluster, has one share
+    strictly between), a ``ZeroWidthIntervalWarning`` says so of the bottom share, naming
+    the agents.
+    """
+    run_dim, task_dim = dims
+    est, ci = low_res.estimate, low_res.ci
+    lo, hi = (np.array(ci.sel(ci_bound=x, drop=True).values, dtype=float) for x in ("lower", "upper"))
+    v = np.asarray(est.values, dtype=float)
+    present = low.notnull().any(run_dim).transpose(..., task_dim)
+    clustered = low_res.attrs.get("resample_unit") == "cluster"
+    unit = "cluster" if clustered else "task"
+    if clustered:
+        with warnings.catch_warnings():  # a task without a cluster label: said by the bootstrap already
+            warnings.simplefilter("ignore")
+            codes = cluster_codes(low, cluster, dim=task_dim)[0]
+        rows = np.asarray(present.values, dtype=bool).reshape(-1, present.sizes[task_dim])
+        n = np.array([np.unique(codes[r]).size for r in rows]).reshape(v.shape)
+    else:
+        n = np.asarray(present.sum(task_dim).values)
+    edge = np.isfinite(v) & ((v == 0) | (v == 1)) & (n > 0)
+    e_lo, e_hi = _edge_bounds(v == 1, np.maximum(n, 1), prob)
+    lo, hi = np.where(edge, e_lo, lo), np.where(edge, e_hi, hi)
+    boot = ci.attrs["ci_kind"]
+    kind_of = est.copy(data=np.where(edge, "bounded-mean", boot).astype(object)).rename("ci_kind")
+    flag = np.array([f"bound over {k} {unit}s, each one's share {x:g}" if e else ""
+                     for e, k, x in zip(edge.ravel(), n.ravel(), v.ravel(), strict=True)], dtype=object).reshape(v.shape)
+    kinds = sorted(set(np.asarray(kind_of.values, dtype=object).ravel().tolist()))
+    detail = f"{ci.attrs.get('ci_detail', '')}; share of scores <= {b:g}"
+    if edge.any():
+        detail += (f"; where the share is 0 or 1 no resample can differ, and the interval is instead the bound for "
+                   f"the mean of the n {unit}s' shares ('bounded-mean'), [0, 1 - a^(1/n)] at 0 and [a^(1/n), 1] at "
+                   "1, a = (1 - prob) / 2 (Clopper-Pearson's where each task has one run)")
+    out = make_interval(lo, hi, prob=prob, kind=kinds[0] if len(kinds) == 1 else "mixed", detail=detail,
+                        template=est, name=ci.name, warn_zero_width=False)
+    out.attrs = {**ci.attrs, **out.attrs}
+    _warn_flat_share(out, edge, f"{100 * prob:.4g}% {boot}", b, unit)
+    return out, kind_of, est.copy(data=flag).rename("ci_flag")
+
+
+def _warn_flat_share(ci: xr.DataArray, edge: np.ndarray, label: str, b: float, unit: str) -> None:
+    """Warn, of the bottom share, where its bootstrap interval has zero width and no bound replaced it."""
+    lo, hi = (np.asarray(ci.sel(ci_bound=x, drop=True).values, dtype=float) for x in ("lower", "upper"))
+    flat = np.isfinite(lo) & (lo == hi) & ~edge
+    if not flat.any():
+        return
+    where = ""
+    if flat.ndim:
+        names = [str(a) for a in ci[ci.dims[0]].values[flat]] if ci.dims[0] in ci.coords else [str(i) for i in np.flatnonzero(flat)]
+        where = f" for {len(names)} of {flat.size} agents ({', '.join(names[:10])}{', ...' if len(names) > 10 else ''})"
+    warn_user(
+        f"the bottom share's (share of scores <= {b:g}) {label} interval has zero width{where}: every "
+        f"{unit} has the same share there, so no resample can differ. Zero width at a level below one measures no "
+        "uncertainty; it is not a statement of certainty.",
+        ZeroWidthIntervalWarning,
+    )
+
+
+def _warn_mixed_judges(data: xr.Dataset | xr.DataArray, setup: dict, agent_dim: str) -> None:
+    """Warn where the agents summarised side by side were graded under different judge setups, naming them."""
+    parts = []
+    for key, value in setup.items():
+        if not isinstance(value, tuple):
+            continue
+        coord = data.coords[key] if key in data.coords else None
+        if coord is not None and coord.dims == (agent_dim,):
+            groups: dict[str, list[str]] = {}
+            for agent, val in zip(data[agent_dim].values, coord.values, strict=True):
+                groups.setdefault(str(val), []).append(str(agent))
+            parts.append(f"{key} " + "; ".join(f"{val!r} for {', '.join(a)}" for val, a in sorted(groups.items())))
+        else:
+            where = f"along {coord.dims}" if coord is not None else "in the attrs"
+            parts.append(f"{key} takes the values {list(value)} {where}")
+    if parts:
+        warn_user(
+            "the agents were graded under different judge setups: " + "; ".join(parts) + ". Rubric means under "
+            "different judges are not comparable side by side (compare_rubric_means refuses them): summarise "
+            "each setup's agents apart, or grade them all under one",
+            HierbenchWarning,
+        )
 
 
 def _check_task_labels(arrays: list[xr.DataArray], agent_dim: str) -> None:
