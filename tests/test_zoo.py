@@ -159,7 +159,13 @@ def test_reference_refit_within_mcse(case, shared_data):
     settings = {**c.sampler, **c.refit, "posterior_predictive": False}
     idata, rec = run_case(c, **settings)
     assert rec["data_hash"] == ref["data_hash"], "the shared data file changed"
-    # fits without divergences at the reference settings
-    assert idata.attrs["diag_n_divergent"] == 0
+    # the shortened run may fall short of the package's own ESS and R-hat checks (audit s76 Z 5:
+    # ESS_bulk 126-371 at these settings), which only widen the MCSE tolerance; a divergence, a
+    # low E-BFMI or a non-finite draw is no matter of length, and fails the refit
+    failures = json.loads(idata.attrs["diag_failures"])
+    failed = {c["check"] for c in json.loads(idata.attrs["diag_checks"]) if not c["passed"]}
+    assert idata.attrs["diag_n_divergent"] == 0, failures
+    assert failed <= {"r_hat", "ess_bulk", "ess_tail"}, failures
+    assert len(failures) == len(failed), failures  # a failure no check names: non-finite draws
     bad = compare_to_reference(rec, ref)
     assert not bad, bad

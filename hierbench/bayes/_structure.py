@@ -625,7 +625,9 @@ def decide_centring(
     n_levels : mapping
         Group -> number of levels (the rule asks more of few levels: :func:`centre_choice`).
     spread : mapping, optional
-        Group -> the spread used (shown in the reason).
+        Group -> the spread its score used, the smaller of the nominal 1 logit and the data's
+        estimate (:func:`spread_for_centring`; shown in the reason). A group not in it was
+        scored at the nominal 1 logit, and the reason says so.
     groups : tuple of str
         The groups the user may name.
     never : tuple of str
@@ -655,10 +657,33 @@ def decide_centring(
             "centred",
             requested if requested == "auto" else tuple(sorted(requested)),
             tuple(sorted(auto)),
-            "median level information x spread^2 (nominal 1 logit, or the data's estimate when "
-            "smaller): " + reason,
+            f"median level information x spread^2 ({_centring_basis(scores, spread, never)}): " + reason,
         )
     )
+
+
+def _centring_basis(scores: Mapping[str, float], spread: Mapping[str, float], never: tuple[str, ...]) -> str:
+    """The spread each group's score was measured in, in words: the groups with a spread given, the rest.
+
+    A group in ``spread`` was scored at the smaller of the nominal 1 logit and the data's
+    estimate (:func:`spread_for_centring`); one not in it at the nominal 1 logit (the crossed
+    model's clusters; the formula model's terms, whose data estimate from a few levels is too
+    noisy to decide on).
+
+    Examples
+    --------
+    >>> _centring_basis({"(1|task)": 5.0}, {}, ())
+    "spread: nominal 1 logit, the data's estimate not used"
+    >>> _centring_basis({"task": 5.0, "cluster": 1.0}, {"task": 0.4}, ())
+    "task: nominal 1 logit, or the data's estimate when smaller; cluster: nominal 1 logit, the data's estimate not used"
+    """
+    said = [g for g in scores if g not in never]
+    shown = [g for g in said if g in spread]
+    nominal = [g for g in said if g not in spread]
+    with_est, without = "nominal 1 logit, or the data's estimate when smaller", "nominal 1 logit, the data's estimate not used"
+    if shown and nominal:
+        return f"{', '.join(shown)}: {with_est}; {', '.join(nominal)}: {without}"
+    return f"spread: {with_est if shown else without}"
 
 
 def pair_design(

@@ -203,7 +203,7 @@ def diagnose(
         diag_n_checked=rhat["n_elements"],
         diag_checks=json.dumps([{k: v for k, v in c.items() if k != "failure"} for c in checks]),
     )
-    advice = _advice(fit, failed_at, checks[3]["failure"] is not None)
+    advice = _advice(fit, failed_at, checks[3]["failure"] is not None, checks[4]["failure"] is not None)
     out.attrs["diag_advice"] = advice
     if warn and failures:
         warn_user(
@@ -433,8 +433,19 @@ def _nonfinite_draws(post: xr.Dataset) -> str | None:
     )
 
 
-def _advice(fit: xr.DataTree, failed_at: Sequence[str], diverged: bool) -> str:
-    """The structural cause and the fix for the failing parameters, from the builder's hints."""
+#: the default fit's cap on the draws per chain (``hierbench.bayes._sampler._sampling.MAX_DRAWS``,
+#: which this module cannot import: the sampler imports it; a test holds the two equal)
+DEFAULT_MAX_DRAWS = 2000
+
+
+def _advice(fit: xr.DataTree, failed_at: Sequence[str], diverged: bool, low_bfmi: bool = False) -> str:
+    """The structural cause and the fix for the failing parameters, from the builder's hints.
+
+    Where the run kept a fixed number of draws below the default fit's cap and only R-hat or
+    ESS failed (no divergence, no low E-BFMI), more draws come first: a short run's ESS says
+    nothing of the parameterisation (the SWE-bench 1PL refit at 200 draws per chain was told
+    ``centred=False``, a form its card measured as worse).
+    """
     hints = fit_record(fit, "hierbench_structure").get("hints", {})
     # a check names the element (`sd_task[3]`); the builder's hints name the variable, or an
     # element (a formula model's `sd[1|task]`: `sd` at component '1|task'); one sentence per
@@ -444,6 +455,10 @@ def _advice(fit: xr.DataTree, failed_at: Sequence[str], diverged: bool) -> str:
         if name in hints:
             by_hint.setdefault(tuple(hints[name]), []).append(f"`{name}`")
     said = [f"{', '.join(names)}: likely cause: {cause}; fix: {fix}." for (cause, fix), names in by_hint.items()]
+    short = None if diverged or low_bfmi else _short_fixed_run(fit)
+    if said and short:
+        said = [f"{short}: refit with more draws first (with nutpie, draws=None draws to the target ESS; "
+                f"else draws={DEFAULT_MAX_DRAWS}). If it still fails:", *said]  # fmt: skip
     if diverged:
         said.append(
             "Divergences: the sampler met curvature it cannot follow (a funnel between a group "
@@ -454,6 +469,15 @@ def _advice(fit: xr.DataTree, failed_at: Sequence[str], diverged: bool) -> str:
         said.append(f"`{failed_at[0]}` mixes slowly: {_more_draws(fit)} or check hierbench.bayes.describe(fit) "
                     "for a weakly identified term.")  # fmt: skip
     return " ".join(said)
+
+
+def _short_fixed_run(fit: xr.DataTree) -> str | None:
+    """Says that the run kept a fixed number of draws per chain below the default fit's cap (else None)."""
+    settings = fit_record(fit, "sampler_settings")
+    draws = settings.get("draws")
+    if settings.get("draws_rule") != "fixed" or not isinstance(draws, int) or draws >= DEFAULT_MAX_DRAWS:
+        return None
+    return f"The run kept a fixed {draws} draws per chain, fewer than the default (nutpie) fit may draw ({DEFAULT_MAX_DRAWS})"
 
 
 def _more_draws(fit: xr.DataTree) -> str:

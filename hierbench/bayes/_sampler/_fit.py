@@ -433,9 +433,12 @@ def fit(
 ) -> xr.DataTree:  # fmt: skip (the parameters documented together share a line)
     """Sample a model's posterior with NUTS and return a stamped, diagnosed DataTree.
 
-    By default (nutpie) the chains start around the posterior mode, tune for 300 steps (or the
-    number the model's builder registers) and draw until every element's bulk and tail ESS reach
-    ``target_ess`` and its R-hat its limit (:func:`hierbench.bayes.compute_diagnostics`' rule).
+    By default (nutpie) the chains start around the posterior mode (at PyMC's jittered support
+    point when the mode is not found or its curvature is not positive, as ``sampler_settings``
+    then records), tune for 300 steps (a model's registered sampler defaults set its
+    ``target_accept`` only, never the tuning) and draw until every element's bulk and tail ESS
+    reach ``target_ess`` and its R-hat its limit (:func:`hierbench.bayes.compute_diagnostics`'
+    rule; a model's working parameters, such as the IRT models' ``z_ability``, are left out).
 
     Parameters
     ----------
