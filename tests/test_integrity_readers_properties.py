@@ -191,9 +191,9 @@ def test_parquet_counts_match_the_independent_count(rows, tmp_path):
     path = tmp_path / "runs.parquet"
     _write(rows, path, "parquet")
     text_rows = [{**r, "agent": str(r["agent"]), "task": str(r["task"])} for r in rows]
-    # counts_from_parquet (data/_large.py) still has its own copy of the copies rule, without
-    # the one-run-per-cell case; it should call data._duplicates.copies_reason instead
-    rule, expected = _expected(text_rows, text=True, one_run_per_cell_rule=False)
+    # counts_from_parquet applies from_records' copies rule, the one-run-per-cell case included
+    # (audit s76 R 1: it kept repeats silently; data._duplicates.copies_reason is the one owner)
+    rule, expected = _expected(text_rows, text=True)
     try:
         c = counts_from_parquet(path, error="err")
     except EvalDataError as exc:

@@ -157,9 +157,14 @@ def _copies_error(df: pd.DataFrame, keys: pd.Series, dup: np.ndarray, where: str
 
 def _repeats_warning(keys: pd.Series, dup: np.ndarray, where: str) -> None:
     rows = np.flatnonzero(dup)
+    warn_repeats_kept(rows.size, len(keys), where, f"rows {_fmt_list(rows.tolist())}")
+
+
+def warn_repeats_kept(n_rep: int, n_read: int, where: str, shown: str) -> None:
+    """The RepeatedRecordsWarning of repeats kept as runs (``shown``: the rows, or example cells), for every reader."""
     warn_user(
-        f"{rows.size} of {len(keys)} records{where} repeat an earlier record in every column "
-        f"(rows {_fmt_list(rows.tolist())}); with no run column they are kept as separate runs "
+        f"{n_rep} of {n_read} records{where} repeat an earlier record in every column "
+        f"({shown}); with no run column they are kept as separate runs "
         "(counted in attrs['n_repeated_records']). Give the run column (`run`), say they are "
         "runs with duplicates='keep', or keep one of each with duplicates='drop'",
         RepeatedRecordsWarning,

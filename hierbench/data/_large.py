@@ -14,10 +14,16 @@ the log with :func:`hierbench.data.from_records` for those.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from collections.abc import Iterator
 from collections.abc import Mapping
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 from typing import Any
 from typing import Literal
@@ -27,20 +33,25 @@ import pandas as pd
 import xarray as xr
 
 from ._duplicates import copies_reason
+from ._duplicates import warn_repeats_kept
+from ._duplicates import warn_split_cells
 from ._records import DuplicatePolicy
 from ._records import _check_battles
 from ._records import _hive_keys
 from ._records import _Roles
 from ._records import _row_keys
+from ._records import _warn_errored_runs
 from ._schema import SCHEMA_VERSION
 from ._schema import EvalDataError
 from ._schema import _fmt_list
 from ._schema import _not_kept_attr
 from ._schema import check_option
 from ._schema import missing_columns_error
+from ._table import parquet_folder_files
 from ._values import ERROR_FALSE
 from ._values import ERROR_MISSING
 from ._values import ERROR_TRUE
+from ._values import LABEL_KINDS
 from ._values import NA_TEXT
 from ._values import _label
 from ._values import clash_message
@@ -50,6 +61,8 @@ from ._values import is_missing
 from ._values import label_clashes
 from ._values import label_kinds
 from ._values import numbers
+from ._values import odd_kind_error
+from ._values import warn_similar_labels
 
 if TYPE_CHECKING:  # pragma: no cover
     import dask.dataframe as dd
@@ -107,7 +120,14 @@ def _to_dataset(
     source: str,
     reader: str,
     n_copies: int = 0,
+    n_repeated: int | None = None,
+    n_overwritten: int | None = None,
 ) -> xr.Dataset:
+    """The counts as a Dataset with from_records' read report.
+
+    ``n_repeated`` and ``n_overwritten`` are written when the reader counts them (without a run
+    column; under errors='fail' with an error column), as from_records writes them.
+    """
     agents = np.sort(table["agent"].unique()).astype(str)
     tasks = np.sort(table["task"].unique()).astype(str)
     idx = pd.MultiIndex.from_product([agents, tasks], names=["agent", "task"])
@@ -142,7 +162,94 @@ def _to_dataset(
         ),
         "binary": int(binary),
     }
+    if n_overwritten is not None:
+        ds.attrs["n_error_scores_overwritten"] = int(n_overwritten)
+    if n_repeated is not None:
+        ds.attrs["n_repeated_records"] = int(n_repeated)
     return ds
+
+
+# ---------------------------------------------------------------- the read report's warnings
+#
+# What from_records says beyond the counts, said here by its own functions over the small agent x
+# task table (``n_rec``: the records of each cell, errors included): similar labels, the repeated
+# records rule (``copies_reason``), cells split into different records, errored runs.
+
+
+def _warn_similar(table: pd.DataFrame, cols: dict, source: str) -> None:
+    """``warn_similar_labels`` on the distinct task and agent labels, as from_records calls it."""
+    warn_similar_labels(table["task"].unique(), what="task", column=cols["task"], source=source)
+    warn_similar_labels(table["agent"].unique(), what="agent", column=cols["agent"], source=source)
+
+
+def _repeat_rule(mult: Mapping[int, int], n_read: int, table: pd.DataFrame, per_col: Callable[[], Mapping[str, int]],
+                 examples: Callable[[], list[str]], source: str, duplicates: str) -> int:  # fmt: skip
+    """The repeated records rule without a run column: refuse copies, warn, count; returns the repeats kept.
+
+    ``mult`` holds how many distinct records appear once, twice, ... (``copies_reason``); the
+    cells holding one record come from the agent x task table, as from_records counts them.
+    """
+    n_rep = n_read - int(sum(mult.values()))
+    if n_rep <= 0 or duplicates == "drop":
+        return 0
+    if duplicates == "refuse":
+        n_single = int((table["n_rec"] == 1).sum())
+        why = copies_reason(mult, n_read, len(table), per_col, n_single_cells=n_single)
+        if why is not None:
+            raise _copies_error(source, n_rep, n_read, why)
+        warn_repeats_kept(n_rep, n_read, f" in {source}", f"e.g. {_fmt_list(examples(), 5)}")
+    return n_rep
+
+
+def _warn_split(table: pd.DataFrame, distinct: Callable[[], pd.Series], source: str) -> None:
+    """``warn_split_cells`` for cells that hold several different records in a log of one run per cell.
+
+    ``distinct()`` gives the distinct records of each cell holding several, indexed by (agent,
+    task); it is a pass over the records, made only when most cells hold one record and some
+    hold more (``warn_split_cells`` says nothing otherwise). ``warn_split_cells`` is given one
+    stand-in record per single cell and records whose keys differ as the cells' do: the five
+    split cells it names, first in (agent, task) order, with as many records as they hold.
+    """
+    size = table["n_rec"].to_numpy(np.int64)
+    n_single = int((size == 1).sum())
+    if n_single * 2 <= len(size) or n_single == len(size):
+        return
+    d = distinct().rename("d").reset_index()
+    d.columns = ["agent", "task", "d"]
+    d = d.astype({"agent": str, "task": str})
+    d = table[["agent", "task"]].merge(d, how="left", on=["agent", "task"])["d"].fillna(1).to_numpy(np.int64)
+    split = (size > 1) & (d > 1)
+    order = np.lexsort((table["task"].to_numpy(), table["agent"].to_numpy(), ~split))  # split cells first
+    shown = np.zeros(len(size), bool)
+    shown[order[: min(5, int(split.sum()))]] = True
+    n = np.where(size == 1, 1, np.where(shown, size, 2))[order]
+    first = np.zeros(int(n.sum()), bool)
+    first[np.concatenate([[0], np.cumsum(n)[:-1]])] = True
+    keys = np.where(first | ~np.repeat(split[order], n), 0, 1)
+    warn_split_cells(
+        pd.DataFrame({"k": keys}), np.repeat(table["agent"].to_numpy(object)[order], n),
+        np.repeat(table["task"].to_numpy(object)[order], n), f" in {source}",
+    )  # fmt: skip
+
+
+def _warn_errors(table: pd.DataFrame, n_overwritten: int, source: str, error: str | None) -> None:
+    """``_warn_errored_runs`` (errors='fail'): scores > 0 read as 0, agents whose every run errored.
+
+    It is given one record per error run and, for each agent with a run that did not error,
+    one such run: all that it counts. Made only when it has something to say.
+    """
+    per = table.groupby("agent", sort=True)[["n_error", "n_rec"]].sum()
+    all_err = (per["n_error"] == per["n_rec"]).to_numpy()
+    if not n_overwritten and not all_err.any():
+        return
+    n = per["n_error"].to_numpy(np.int64) + ~all_err
+    agents = np.repeat(per.index.to_numpy(object), n)
+    flags = np.ones(len(agents), bool)
+    flags[(np.cumsum(n) - 1)[~all_err]] = False
+    _warn_errored_runs(
+        SimpleNamespace(source=source, n_overwritten=int(n_overwritten), error=flags, agents=agents),  # type: ignore[arg-type]
+        SimpleNamespace(error=error),  # type: ignore[arg-type]
+    )
 
 
 def _refuse_battles(columns: list[str], cols: dict[str, str | None], source: str) -> None:
@@ -164,11 +271,8 @@ def _refuse_battles(columns: list[str], cols: dict[str, str | None], source: str
 
 def _parquet_files(path_or_folder: str | os.PathLike) -> tuple[list[Path], Path | None, str]:
     p = Path(path_or_folder)
-    if p.is_dir():
-        files = sorted(p.rglob("*.parquet"))
-        if not files:
-            raise EvalDataError(f"`path_or_folder`: folder {str(p)!r} holds no .parquet files")
-        return files, p, str(p)
+    if p.is_dir():  # the files from_records reads (.parquet, .pq, PAR1 part files); others named
+        return parquet_folder_files(p, "path_or_folder"), p, str(p)
     if not p.is_file():
         raise EvalDataError(f"`path_or_folder`: no such file or folder {str(p)!r}")
     return [p], None, str(p)
@@ -189,45 +293,82 @@ def _in(values) -> str:
 
 
 _INT_SQL = re.compile(r"U?(TINY|SMALL|BIG|HUGE)?INT(EGER|\d+)?")
-_FLOAT_SQL = ("DOUBLE", "FLOAT", "DECIMAL", "REAL", "NUMERIC")
+_FLOAT_SQL = ("DOUBLE", "FLOAT", "REAL", "FLOAT4", "FLOAT8")
 
 
 def _sql_kind(t: str) -> str:
-    """A column type's kind of label (``hierbench.data._values.LABEL_KINDS``)."""
+    """A column type's kind of label (``hierbench.data._values.LABEL_KINDS``), else the type.
+
+    As pandas holds the values from_records reads: a DECIMAL is a ``decimal.Decimal``, a date a
+    date, a BLOB bytes; none is a kind of label (``_refuse_odd_sql`` refuses them as identifiers).
+    """
     t = t.upper()
     if t == "BOOLEAN":
         return "bool"
     if _INT_SQL.fullmatch(t):
         return "int"
-    if t.startswith(_FLOAT_SQL):
+    if t in _FLOAT_SQL:
         return "float"
-    return "text"
+    if t == "VARCHAR":
+        return "text"
+    return t
 
 
 def _id_sql(col: str, t: str) -> str:
-    """An identifier column as its text exactly as written (bool as True/False, as in pandas)."""
+    """An identifier column as its text exactly as written (bool as True/False, as in pandas).
+
+    A float32 value is written as the double it is (``0.10000000149011612``), as Python writes it.
+    """
     c = _q(col)
     if t.upper() == "BOOLEAN":
         return f"CASE WHEN {c} THEN 'True' WHEN NOT {c} THEN 'False' END"
+    if _sql_kind(t) == "float":
+        return f"{c}::DOUBLE::VARCHAR"
     return f"{c}::VARCHAR"
 
 
+#: Python's whitespace (what ``str.strip`` strips, all of it below U+3001) as an RE2 class: the
+#: readers strip NA spellings and error words with it
+_PY_SPACE = "[" + "".join(f"\\x{{{i:x}}}" for i in range(0x3001) if chr(i).isspace()) + "]"
+#: The text pandas reads as a number (``pd.to_numeric``, as ``_values.numbers`` does): ASCII
+#: whitespace around, ASCII digits, no ``_`` separators, no hex; inf / infinity bare. A NaN spelled
+#: outside ``NA_TEXT`` is no number (from_records refuses it too).
+_NUMBER_RE = (
+    r"[ \t\n\x{b}\x{c}\r]*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[ \t\n\x{b}\x{c}\r]*"
+    r"|[+-]?[iI][nN][fF]([iI][nN][iI][tT][yY])?"
+)
+
+
+def _strip_sql(expr: str) -> str:
+    """``expr`` (text) stripped of whitespace as Python's ``str.strip`` strips it."""
+    return f"regexp_replace({expr}, {_lit(f'^{_PY_SPACE}+|{_PY_SPACE}+$')}, '', 'g')"
+
+
 def _score_sql(col: str, t: str) -> tuple[str, str]:
-    """(numeric score or NULL, raw value is missing)."""
+    """(numeric score or NULL, raw value is missing): the numbers ``_values.numbers`` reads.
+
+    Text is a number only as pandas reads it (``_NUMBER_RE``); a date, a time, bytes or a list
+    is never one (its values are refused as not numeric).
+    """
     c = _q(col)
-    if _sql_kind(t) in ("int", "float", "bool"):
+    kind = _sql_kind(t)
+    if kind in ("int", "float", "bool") or kind.startswith(("DECIMAL", "NUMERIC")):
         return f"{c}::DOUBLE", f"({c} IS NULL)"
-    na = _in(NA_TEXT)
+    if kind != "text":
+        return "NULL::DOUBLE", f"({c} IS NULL)"
+    v = f"{c}::VARCHAR"
+    na = f"{_strip_sql(v)} IN {_in(NA_TEXT)}"
     return (
-        f"CASE WHEN trim({c}::VARCHAR) IN {na} THEN NULL ELSE TRY_CAST(trim({c}::VARCHAR) AS DOUBLE) END",
-        f"({c} IS NULL OR trim({c}::VARCHAR) IN {na})",
+        f"CASE WHEN {na} THEN NULL WHEN regexp_full_match({v}, {_lit(_NUMBER_RE)}) "
+        f"THEN TRY_CAST({v} AS DOUBLE) END",
+        f"({c} IS NULL OR {na})",
     )
 
 
 def _error_sql(col: str, t: str, mapping: dict[str, bool], nonempty: bool) -> str:
     """1 error, 0 no error, -1 outside the vocabulary (as :func:`hierbench.data._values.error_codes`)."""
     c = _q(col)
-    low = f"lower(trim({c}::VARCHAR))"
+    low = f"lower({_strip_sql(f'{c}::VARCHAR')})"
     mapped = [k for k, v in mapping.items() if v], [k for k, v in mapping.items() if not v]
     head = ""
     if mapped[0]:
@@ -323,6 +464,38 @@ def _file_select(f: Path, types: dict[str, str], hive: dict[str, str], cols: dic
     return f"SELECT {', '.join(parts)} FROM {base}"
 
 
+def _arrow_type(f: Path, col: str) -> str | None:
+    """``col``'s type in the Arrow schema of ``f`` (what from_records reads the file with), if there."""
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(f)
+    return str(schema.field(col).type) if col in schema.names else None
+
+
+def _refuse_odd_sql(schemas: list, cols: dict[str, str | None], source: str) -> None:
+    """Identifiers stored as dates, times, durations, decimals, bytes ...: refused, as from_records refuses them.
+
+    DuckDB reads an Arrow duration as BIGINT; the file's Arrow schema (read for integer
+    identifiers only) says what from_records sees, a timedelta.
+    """
+    for what in ("agent", "task", "run"):
+        col = cols[what]
+        odd: dict[str, list[str]] = {}
+        for f, types, _ in schemas:
+            if col is None or col not in types:
+                continue
+            t = types[col]
+            if _sql_kind(t) == "int":
+                arrow = _arrow_type(f, col)
+                if arrow is not None and arrow.startswith("duration"):
+                    t = arrow
+            if _sql_kind(t) not in LABEL_KINDS:
+                odd.setdefault(t, []).append(Path(f).name)
+        if odd:
+            how = "it is stored as " + "; ".join(f"{t} in {_fmt_list(v, 3)}" for t, v in odd.items())
+            raise odd_kind_error(what, str(col), f" in {source}", how)
+
+
 def _check_kinds_sql(con, schemas: list, cols: dict[str, str | None], source: str) -> None:
     """Labels stored as numbers in one file and text in another, or as int and float (``label_clashes``)."""
     ids = [("a", cols["agent"]), ("t", cols["task"])] + ([("r", cols["run"])] if cols["run"] else [])
@@ -360,15 +533,19 @@ _SQL_RULES = {
 }
 
 
-def _rule_checks_sql(con, run: str | None, source: str, cols: dict) -> tuple[int, int, bool | None]:
-    """One pass over the records: (records, error runs, all scores binary); broken rules refused."""
+def _rule_checks_sql(con, run: str | None, source: str, cols: dict) -> tuple[int, int, bool | None, int]:
+    """One pass over the records: (records, error runs, all scores binary, error runs scored > 0).
+
+    Broken rules are refused.
+    """
     conds = {**_SQL_RULES, "run_null": "false" if run is None else "r IS NULL OR r = ''"}
     sel = ", ".join(f"count(*) FILTER (WHERE {c}) AS {k}" for k, c in conds.items())
     row = con.execute(
         f"SELECT count(*) AS n, count(*) FILTER (WHERE ecode = 1) AS n_err, "
-        f"bool_and(s IN (0, 1)) FILTER (WHERE ecode <> 1) AS binary, {sel} FROM src"
+        f"bool_and(s IN (0, 1)) FILTER (WHERE ecode <> 1) AS binary, "
+        f"count(*) FILTER (WHERE ecode = 1 AND s > 0 AND NOT isnan(s)) AS n_over, {sel} FROM src"
     ).fetchone()
-    checks = dict(zip(conds, row[3:], strict=True))
+    checks = dict(zip(conds, row[4:], strict=True))
     if any(checks.values()):
         examples = {}
         for k, c in conds.items():
@@ -383,7 +560,7 @@ def _rule_checks_sql(con, run: str | None, source: str, cols: dict) -> tuple[int
                 ex = con.execute(f"SELECT a, t, s_raw FROM src WHERE {c} LIMIT 5").fetchall()
                 examples[k] = [f"{a}/{t}: {s}" for a, t, s in ex]
         _raise_on_bad(checks, examples, source=source, cols=cols)
-    return int(row[0]), int(row[1]), row[2]
+    return int(row[0]), int(row[1]), row[2], int(row[3])
 
 
 def _check_run_dups_sql(con, source: str, duplicates: str) -> None:
@@ -403,42 +580,58 @@ def _check_run_dups_sql(con, source: str, duplicates: str) -> None:
     )
 
 
-def _check_copies_sql(con, source: str, n_read: int, n_cells: int, others: list[str]) -> None:
-    """Refuse records that repeat another in every column when they look like copies of one log."""
+def _repeats_sql(con, source: str, n_read: int, table: pd.DataFrame, others: list[str], duplicates: str) -> int:
+    """The repeated records rule (``_repeat_rule``) over the records' row hashes; returns the repeats kept."""
+    if duplicates == "drop":
+        return 0
     mult = dict(con.execute(
         "SELECT c, count(*) FROM (SELECT count(*) c FROM src GROUP BY h) GROUP BY c"
     ).fetchall())  # fmt: skip
-    n_distinct = sum(mult.values())
-    if n_distinct >= n_read:
-        return
-    per_col = {}
-    if others and n_distinct > n_cells:
-        row = con.execute(
-            "SELECT "
-            + ", ".join(
-                f"count(DISTINCT o{i}) + max(CASE WHEN o{i} IS NULL THEN 1 ELSE 0 END)"
-                for i in range(len(others))
-            )
-            + " FROM src"
-        ).fetchone()
-        per_col = dict(zip(others, (int(x) for x in row), strict=True))
-    # the one-run-per-cell case of the rule needs per-cell counts these readers do not make
-    why = copies_reason(mult, n_read, n_cells, lambda: per_col)
-    if why is not None:
-        raise _copies_error(source, n_read - n_distinct, n_read, why)
+
+    def per_col() -> dict[str, int]:
+        if not others:
+            return {}
+        nulls = ", ".join(
+            f"count(DISTINCT o{i}) + max(CASE WHEN o{i} IS NULL THEN 1 ELSE 0 END)" for i in range(len(others))
+        )
+        return dict(zip(others, (int(x) for x in con.execute(f"SELECT {nulls} FROM src").fetchone()), strict=True))
+
+    def examples() -> list[str]:
+        rows = con.execute(
+            "SELECT a, t, count(*) c FROM src GROUP BY h, a, t HAVING count(*) > 1 ORDER BY a, t, c DESC LIMIT 5"
+        ).fetchall()
+        return [f"{a}/{t} x{c}" for a, t, c in rows]
+
+    return _repeat_rule(mult, n_read, table, per_col, examples, source, duplicates)
 
 
-def _connect(threads: int | None, memory_limit: str, temp_directory: str) -> Any:
-    """An in-memory DuckDB that streams: capped memory, spilling to ``temp_directory``."""
+def _distinct_in_cells_sql(con) -> pd.Series:
+    """The distinct records (row hashes) of each cell holding several records, by (agent, task)."""
+    d = con.execute("SELECT a, t, count(DISTINCT h) d FROM src GROUP BY a, t HAVING count(*) > 1").df()
+    return d.set_index(["a", "t"])["d"].rename_axis(["agent", "task"])
+
+
+@contextlib.contextmanager
+def _connect(threads: int | None, memory_limit: str, temp_directory: str | os.PathLike | None) -> Iterator[Any]:
+    """An in-memory DuckDB that streams: capped memory, spilling to ``temp_directory``.
+
+    Closed after; its spill folder, when none is given, is a fresh one, removed after.
+    """
     import duckdb
 
+    spill = tempfile.mkdtemp(prefix="hierbench-duckdb-") if temp_directory is None else str(temp_directory)
     con = duckdb.connect(":memory:")
-    con.execute(f"SET memory_limit = {_lit(str(memory_limit))}")
-    con.execute(f"SET temp_directory = {_lit(str(temp_directory))}")
-    con.execute("SET preserve_insertion_order = false")
-    if threads is not None:
-        con.execute(f"SET threads TO {int(threads)}")
-    return con
+    try:
+        con.execute(f"SET memory_limit = {_lit(str(memory_limit))}")
+        con.execute(f"SET temp_directory = {_lit(spill)}")
+        con.execute("SET preserve_insertion_order = false")
+        if threads is not None:
+            con.execute(f"SET threads TO {int(threads)}")
+        yield con
+    finally:
+        con.close()
+        if temp_directory is None:
+            shutil.rmtree(spill, ignore_errors=True)
 
 
 def _reduce_sql(con, files: list[Path], root: Path | None, source: str, cols: dict,
@@ -449,6 +642,7 @@ def _reduce_sql(con, files: list[Path], root: Path | None, source: str, cols: di
     _refuse_battles(all_cols, cols, source)
     others = [c for c in all_cols if c not in (cols["agent"], cols["task"], cols["score"], cols["error"])]
     selects = [_file_select(f, types, hive, cols, all_cols, others, mapping, nonempty) for f, types, hive in schemas]
+    _refuse_odd_sql(schemas, cols, source)
     con.execute("CREATE VIEW src0 AS " + " UNION ALL ".join(selects))
     _check_kinds_sql(con, schemas, cols, source)
     n_all = None
@@ -460,7 +654,7 @@ def _reduce_sql(con, files: list[Path], root: Path | None, source: str, cols: di
         )
     else:
         con.execute("CREATE VIEW src AS SELECT * FROM src0")
-    n_kept, n_err, binary = _rule_checks_sql(con, cols["run"], source, cols)
+    n_kept, n_err, binary, n_over = _rule_checks_sql(con, cols["run"], source, cols)
     n_read = n_all if n_all is not None else n_kept
     if n_read == 0:
         raise EvalDataError(f"`path_or_folder` ({source}) holds no records")
@@ -471,12 +665,18 @@ def _reduce_sql(con, files: list[Path], root: Path | None, source: str, cols: di
     table = con.execute(
         f"""SELECT a AS agent, t AS task, {ran} AS n_runs,
                coalesce(sum(s) FILTER (WHERE NOT ({e})), 0) AS n_success,
-               count(*) FILTER (WHERE {e}) AS n_error
+               count(*) FILTER (WHERE {e}) AS n_error, count(*) AS n_rec
             FROM src GROUP BY a, t"""
     ).df()
-    if duplicates == "refuse" and cols["run"] is None:
-        _check_copies_sql(con, source, n_read, len(table), others)
-    return table, {"n_read": n_read, "n_err": n_err, "n_copies": n_read - n_kept,
+    _warn_similar(table, cols, source)
+    n_rep = None
+    if cols["run"] is None:
+        n_rep = _repeats_sql(con, source, n_read, table, others, duplicates)
+        _warn_split(table, lambda: _distinct_in_cells_sql(con), source)
+    if errors == "fail":
+        _warn_errors(table, n_over, source, cols["error"])
+    return table, {"n_read": n_read, "n_err": n_err, "n_copies": n_read - n_kept, "n_repeated": n_rep,
+                   "n_over": n_over if errors == "fail" and cols["error"] is not None else None,
                    "binary": True if binary is None else bool(binary)}  # fmt: skip
 
 
@@ -503,12 +703,16 @@ def counts_from_parquet(
     another is refused, never merged), error columns are read with the same
     vocabulary, partial credit is summed as recorded (``attrs["binary"]``
     says whether every kept score is 0 or 1), and duplicates are refused.
+    Text scores are numbers as pandas reads them (not ``"0_1"``); dates,
+    durations, decimals and bytes are refused as identifiers. The warnings
+    and report attrs are from_records' (its functions, over the counts).
 
     Parameters
     ----------
     path_or_folder : path
-        A Parquet file or a folder searched recursively for ``*.parquet``
-        (folder names ``key=value`` below it become text columns).
+        A Parquet file or a folder searched recursively for the Parquet
+        files from_records reads (see :func:`hierbench.data.read_table`;
+        folder names ``key=value`` below it become text columns).
     agent, task, score : str
         Column names (one record per run).
     run : str, optional
@@ -520,9 +724,8 @@ def counts_from_parquet(
     errors, error_values, duplicates
         As in :func:`hierbench.data.from_records`. Without a run column,
         records repeating another in every column are refused when they
-        look like copies of one log (``duplicates="refuse"``), kept once
-        (``"drop"``, counted in ``attrs["not_kept"]``) or all kept
-        (``"keep"``, which also skips that check's pass over the data).
+        look like copies of one log (``duplicates="refuse"``, the others
+        kept and warned), kept once (``"drop"``) or all kept (``"keep"``).
     threads : int, optional
         DuckDB worker threads (default: DuckDB's choice).
     memory_limit : str
@@ -537,8 +740,9 @@ def counts_from_parquet(
     -------
     xarray.Dataset
         ``n_runs``, ``n_success``, ``n_error`` over (agent, task), agents
-        and tasks sorted; attrs with records read and kept, error runs and
-        the error policy.
+        and tasks sorted; attrs: from_records' read report (records read and
+        kept, ``not_kept``, error runs, ``n_repeated_records``,
+        ``n_error_scores_overwritten``).
 
     Raises
     ------
@@ -561,23 +765,15 @@ def counts_from_parquet(
     >>> c.n_runs.values.tolist(), c.n_success.values.tolist()
     ([[2], [1]], [[1.0], [1.0]])
     """
-    import shutil
-    import tempfile
-
     mapping, nonempty = _check_policy(errors, duplicates, error_values)
     files, root, source = _parquet_files(path_or_folder)
     cols = {"agent": agent, "task": task, "score": score, "run": run, "error": error}
-    spill = tempfile.mkdtemp(prefix="hierbench-duckdb-") if temp_directory is None else str(temp_directory)
-    con = _connect(threads, memory_limit, spill)
-    try:
+    with _connect(threads, memory_limit, temp_directory) as con:
         table, n = _reduce_sql(con, files, root, source, cols, errors, duplicates, mapping, nonempty)
-    finally:
-        con.close()
-        if temp_directory is None:
-            shutil.rmtree(spill, ignore_errors=True)
     return _to_dataset(
         table, n_read=n["n_read"], n_err=n["n_err"], n_copies=n["n_copies"], binary=n["binary"],
-        errors=errors, source=source, reader="counts_from_parquet",
+        errors=errors, source=source, reader="counts_from_parquet", n_repeated=n["n_repeated"],
+        n_overwritten=n["n_over"],
     )  # fmt: skip
 
 
@@ -604,7 +800,11 @@ def _fast_labels(col: pd.Series) -> tuple[pd.Series, pd.Series]:
         return col.astype("Int64").astype("string"), kind("int")
     if pd.api.types.is_float_dtype(col.dtype):
         return pd.Series(label_kinds(col)[0], index=idx, dtype="string"), kind("float")
-    return col, kind("text")  # text already: kept as written (empty labels are flagged by *_null)
+    if pd.api.types.is_string_dtype(col.dtype):
+        return col, kind("text")  # text already: kept as written (empty labels are flagged by *_null)
+    # dates, durations, categories ...: each value's kind as from_records reads it (a date is refused)
+    labels, kinds = label_kinds(col)
+    return pd.Series(labels, index=idx, dtype="string"), pd.Series(kinds, index=idx, dtype="string")
 
 
 def _derive(
@@ -648,6 +848,7 @@ def _derive(
             "out_of_range": ((s.notna() & ((s < 0) | (s > 1))) | np.isinf(s)).astype(bool),
             "missing": (s.isna() & ~nonnum & ~e).astype(bool),
             "bad_error": bad_e,
+            "ovr": (e & (s > 0)).astype(bool),  # a score > 0 on an errored run, read as 0 under "fail"
         }
     )
     if error is not None:
@@ -670,6 +871,17 @@ def _derive(
 def _kind_ids(cols: dict) -> list[tuple[str, str]]:
     """The identifier roles read, with their columns: whose value kinds ``_check_dask_kinds`` checks."""
     return [(name, cols[name]) for name in ("agent", "task", "run") if cols[name] is not None]
+
+
+def _refuse_odd_dask(full: dd.DataFrame, ids: list[tuple[str, str]], kinds: tuple, source: str) -> None:
+    """Identifiers holding dates, times, decimals, bytes, lists ...: refused, as from_records refuses them."""
+    for (c, col), k in zip(ids, kinds, strict=True):
+        odd = sorted(set(map(str, k)) - set(LABEL_KINDS))
+        if odd:
+            bad = full[full[f"{c}_kind"].isin(odd)][[c, f"{c}_kind"]]
+            ex = [f"{v!r} ({kd})" for v, kd in bad.head(3, npartitions=-1).itertuples(index=False)]
+            how = f"{int(bad.shape[0].compute())} rows hold other values, e.g. {', '.join(ex)}"
+            raise odd_kind_error(c, col, f" in {source}", how)
 
 
 def _check_dask_kinds(der: dd.DataFrame, ids: list[tuple[str, str]], kinds: tuple, source: str) -> None:
@@ -737,17 +949,17 @@ def _dask_totals(der: dd.DataFrame, full: dd.DataFrame, duplicates: str, run: st
     """
     import dask
 
-    totals = der[[*_FLAGS, "e", "nonbinary"]].sum()
+    totals = der[[*_FLAGS, "e", "nonbinary", "ovr"]].sum()
     keyed = der[["agent", "task", "ran", "succ", "e"]]
     grouped = keyed.groupby(["agent", "task"]).agg({"ran": "sum", "succ": "sum", "e": "sum"})
     extra = None
     if duplicates == "drop":
         extra = full.shape[0]
-    elif duplicates == "refuse" and run is None:
+    elif run is None:  # the repeats, refused or counted
         extra = _by_key(der, "h").map_partitions(_multiplicities, meta=("n", "int64"))
     kinds = [full[f"{c}_kind"].dropna().unique() for c, _ in ids]
     totals, grouped, n_kept, extra, *kinds = dask.compute(totals, grouped, der.shape[0], extra, *kinds)
-    if duplicates == "refuse" and run is None:  # per-shard counts of multiplicities, summed
+    if duplicates != "drop" and run is None:  # per-shard counts of multiplicities, summed
         extra = extra.groupby(level=0).sum()
     return totals, grouped, n_kept, extra, tuple(kinds)
 
@@ -784,22 +996,34 @@ def _check_dask_run_dups(der: dd.DataFrame, source: str, duplicates: str) -> Non
         )
 
 
-def _check_dask_copies(ddf: dd.DataFrame, mult: pd.Series, n_read: int, n_cells: int, cols: dict,
-                       source: str) -> None:  # fmt: skip
+def _dask_repeats(ddf: dd.DataFrame, der: dd.DataFrame, mult: pd.Series, n_read: int, table: pd.DataFrame,
+                  cols: dict, source: str, duplicates: str) -> int:  # fmt: skip
+    """The repeated records rule (``_repeat_rule``) over the records' row hashes; returns the repeats kept."""
     import dask
 
-    n_distinct = int(mult.sum())
-    if n_distinct >= n_read:
-        return
-    others = [c for c in ddf.columns if c not in (cols["agent"], cols["task"], cols["score"], cols["error"])]
-    per_col = {}
-    if others and n_distinct > n_cells:
-        per_col = dict(
-            zip(others, dask.compute(*[ddf[c].nunique(dropna=False) for c in others]), strict=True)
+    if duplicates == "drop":
+        return 0
+
+    def per_col() -> dict[str, int]:
+        others = [c for c in ddf.columns if c not in (cols["agent"], cols["task"], cols["score"], cols["error"])]
+        return dict(zip(others, map(int, dask.compute(*[ddf[c].nunique(dropna=False) for c in others])), strict=True))
+
+    def examples() -> list[str]:
+        keys = _by_key(der, "h").map_partitions(_repeated, meta=("n", "int64")).compute().head(5)
+        rows = der[der["h"].isin(keys.index.to_numpy())][["agent", "task", "h"]].compute()
+        rows = rows.groupby(["agent", "task", "h"]).size().reset_index(name="c").sort_values(
+            ["agent", "task", "c"], ascending=[True, True, False]
         )
-    why = copies_reason({int(k): int(v) for k, v in mult.items()}, n_read, n_cells, lambda: per_col)
-    if why is not None:
-        raise _copies_error(source, n_read - n_distinct, n_read, why)
+        return [f"{a}/{t} x{c}" for a, t, c in rows[["agent", "task", "c"]].itertuples(index=False)]
+
+    mult_counts = {int(k): int(v) for k, v in mult.items()}
+    return _repeat_rule(mult_counts, n_read, table, per_col, examples, source, duplicates)
+
+
+def _dask_distinct_in_cells(der: dd.DataFrame) -> pd.Series:
+    """The distinct records (row hashes) of each cell, by (agent, task)."""
+    distinct = der[["agent", "task", "h"]].drop_duplicates(shuffle_method=_shuffle_method())
+    return distinct.groupby(["agent", "task"]).size().compute()
 
 
 def counts_from_dask(
@@ -827,8 +1051,9 @@ def counts_from_dask(
         One row per run. Note that Dask converts object columns to text when
         a DataFrame is built (``dask.config`` ``dataframe.convert-string``),
         before hierbench sees them: an object column holding the number 7
-        and the text ``"7"`` reaches this reader as two ``"7"``. Build the
-        frame with that option off to have such labels refused.
+        and the text ``"7"`` reaches this reader as two ``"7"``, and dates,
+        decimals or bytes held as Python objects reach it as their text.
+        Build the frame with that option off to have such labels refused.
     agent, task, score, run, error, errors, error_values, duplicates
         As in :func:`counts_from_parquet`. The duplicate checks group by
         every record; that grouping is shuffled through disk on Dask's local
@@ -859,13 +1084,14 @@ def counts_from_dask(
     if missing:
         raise missing_columns_error(missing, "", list(map(str, ddf.columns)))
     _refuse_battles(list(map(str, ddf.columns)), cols, source)
-    need_hash = duplicates == "drop" or (duplicates == "refuse" and run is None)
+    need_hash = duplicates == "drop" or run is None
     args = (agent, task, score, run, error, mapping, nonempty, need_hash)
     meta = _derive(ddf._meta, *args)
     full = ddf.map_partitions(_derive, *args, meta=meta)
     der = full.drop_duplicates(subset=["h"], shuffle_method=_shuffle_method()) if duplicates == "drop" else full
     ids = _kind_ids(cols)
     totals, table, n_kept, extra, kinds = _dask_totals(der, full, duplicates, run, ids)
+    _refuse_odd_dask(full, ids, kinds, source)
     _check_dask_kinds(full, ids, kinds, source)
     n_kept = int(n_kept)
     n_read = int(extra) if duplicates == "drop" else n_kept
@@ -876,13 +1102,21 @@ def counts_from_dask(
                       source=source, cols=cols)  # fmt: skip
     if run is not None:
         _check_dask_run_dups(der, source, duplicates)
-    if duplicates == "refuse" and run is None:
-        _check_dask_copies(ddf, extra, n_read, len(table), cols, source)
     table = table.reset_index().rename(columns={"succ": "n_success", "e": "n_error"})
+    table["n_rec"] = table["ran"] + table["n_error"]
     table["n_runs"] = table["ran"] + (table["n_error"] if errors == "fail" else 0)
     table["agent"] = table["agent"].astype(str)
     table["task"] = table["task"].astype(str)
+    _warn_similar(table, cols, source)
+    n_rep = None
+    if run is None:
+        n_rep = _dask_repeats(ddf, der, extra, n_read, table, cols, source, duplicates)
+        _warn_split(table, lambda: _dask_distinct_in_cells(der), source)
+    n_over = int(totals["ovr"]) if errors == "fail" else 0
+    if errors == "fail":
+        _warn_errors(table, n_over, source, error)
     return _to_dataset(
         table, n_read=n_read, n_err=int(totals["e"]), n_copies=n_read - n_kept,
         binary=int(totals["nonbinary"]) == 0, errors=errors, source=source, reader="counts_from_dask",
+        n_repeated=n_rep, n_overwritten=n_over if errors == "fail" and error is not None else None,
     )  # fmt: skip

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .._base import HierbenchWarning
+from .._base import warn_user
 from ._schema import EvalDataError
 from ._schema import _fmt_list
 
@@ -117,20 +119,69 @@ def _hive_keys(path: Path, root: Path) -> dict[str, str]:
 TYPES_BY_FILE = "hierbench_types_by_file"
 
 
-def _read_parquet(path: Path) -> pd.DataFrame:
-    """Read a Parquet file, or every ``*.parquet`` under a folder (hive keys ``k=v`` kept as text).
+#: The suffixes of a Parquet file (case aside); in a folder, a file that begins with Parquet's
+#: mark ``PAR1`` is Parquet whatever its name (Hive's part files ``000000_0`` have no suffix)
+PARQUET_SUFFIXES = (".parquet", ".pq")
 
-    A column whose type differs between the files is kept as Python objects,
-    so ``1`` (int in one file) and ``"1"`` (text in another) stay apart and
-    are refused as identifiers rather than merged.
+
+def _begins_par1(f: Path) -> bool:
+    try:
+        with open(f, "rb") as fh:
+            return fh.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
+def parquet_folder_files(folder: Path, argname: str) -> list[Path]:
+    """The Parquet files under ``folder``, searched recursively: every file each reader reads.
+
+    A file is read when its name ends in ``.parquet`` or ``.pq`` or when it begins with
+    Parquet's mark ``PAR1`` (part files without a suffix). Files and folders whose names begin
+    with ``.`` or ``_`` are the writers' metadata (``_SUCCESS``, ``_metadata``, ``.crc``,
+    ``_temporary/``) and are not read; any other file that is left out, and any such hidden
+    file named as Parquet, is named in a warning: no file of records is left out without a word.
+    """
+    files, left_out = [], []
+    for f in sorted(folder.rglob("*")):
+        if not f.is_file():
+            continue
+        hidden = any(part.startswith((".", "_")) for part in f.relative_to(folder).parts)
+        named = f.suffix.lower() in PARQUET_SUFFIXES
+        if hidden:
+            if named:
+                left_out.append(f"{f.relative_to(folder)} (a hidden or '_' name: metadata, or an unfinished write)")
+        elif named or _begins_par1(f):
+            files.append(f)
+        else:
+            left_out.append(f"{f.relative_to(folder)} (not Parquet: no .parquet or .pq suffix, no PAR1 mark)")
+    if not files:
+        raise EvalDataError(
+            f"`{argname}`: folder {str(folder)!r} holds no .parquet files (nor .pq files or files that "
+            "begin with Parquet's mark PAR1)" + (f"; it holds {_fmt_list(left_out, 5)}" if left_out else "")
+        )
+    if left_out:
+        warn_user(
+            f"`{argname}`: {len(left_out)} files in folder {str(folder)!r} were not read: "
+            f"{_fmt_list(left_out, 5)}; the records read (n_records_read) are those of its "
+            f"{len(files)} Parquet files. Move the files out, or rename a Parquet file to *.parquet",
+            HierbenchWarning,
+        )
+    return files
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    """Read a Parquet file, or every Parquet file under a folder (hive keys ``k=v`` kept as text).
+
+    The folder's files are those of ``parquet_folder_files``. A column whose
+    type differs between the files is kept as Python objects, so ``1`` (int in
+    one file) and ``"1"`` (text in another) stay apart and are refused as
+    identifiers rather than merged.
     """
     import pyarrow.parquet as pq
 
     if path.is_file():
         return pq.read_table(path).to_pandas()
-    files = sorted(path.rglob("*.parquet"))
-    if not files:
-        raise EvalDataError(f"`obj`: folder {str(path)!r} holds no .parquet files")
+    files = parquet_folder_files(path, "obj")
     frames, by_type = [], {}  # by_type: per column, {dtype: [the files that stored it so]}
     for f in files:
         try:
@@ -227,9 +278,12 @@ def read_table(
     ----------
     obj : DataFrame or path
         A DataFrame (returned as is), a file (``.csv``, ``.tsv``, ``.jsonl``,
-        ``.ndjson``, ``.parquet``, optionally ``.gz``) or a folder of Parquet
-        files (searched recursively; hive keys ``key=value`` in folder names
-        become text columns).
+        ``.ndjson``, ``.parquet`` or ``.pq``, optionally ``.gz``) or a folder
+        of Parquet files (searched recursively: files named ``*.parquet`` or
+        ``*.pq`` and files beginning with Parquet's mark ``PAR1``; names
+        beginning with ``.`` or ``_`` are metadata, not read; other files are
+        named in a warning; hive keys ``key=value`` in folder names become
+        text columns).
     encoding : str
         Text encoding of a CSV, TSV or JSONL file (default UTF-8).
 

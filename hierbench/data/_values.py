@@ -254,12 +254,16 @@ def _refuse_odd_kinds(col, kinds, keep, *, what: str, column: str, source: str |
     if odd.any():
         rows = np.flatnonzero(odd)
         ex = [f"{v!r} ({kinds[i]})" for i, v in zip(rows[:3], col.to_numpy(dtype=object)[rows[:3]], strict=True)]
-        raise EvalDataError(
-            f"`{what}` column {column!r}{_where(source)} must hold text, numbers or booleans; "
-            f"{rows.size} rows hold other values, e.g. {', '.join(ex)}, rows {_fmt_list(rows.tolist())}. "
-            "An identifier is kept exactly as written, and these have no one written form: "
-            "write them as text first"
-        )
+        raise odd_kind_error(what, column, _where(source),
+                             f"{rows.size} rows hold other values, e.g. {', '.join(ex)}, rows {_fmt_list(rows.tolist())}")
+
+
+def odd_kind_error(what: str, column: str, where: str, how: str) -> EvalDataError:
+    """The refusal of identifiers that are no text, number or bool (every reader's words); ``how``: which values."""
+    return EvalDataError(
+        f"`{what}` column {column!r}{where} must hold text, numbers or booleans; {how}. An identifier "
+        "is kept exactly as written, and these have no one written form: write them as text first"
+    )
 
 
 def _print_key(lab: str) -> str:
