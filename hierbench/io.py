@@ -28,11 +28,16 @@ attrs a file cannot hold exactly is one JSON root attr (``hierbench_attr_kinds``
 so the groups ArviZ reads carry no hierbench key.
 
 What changes on the way: attrs holding a dict (or, in an eval dataset, a
-list) are stored as JSON text (hierbench's own such attrs already are text),
-boolean attrs as 0/1, and a missing label inside a text variable becomes
-``""``; :func:`load_fit` and :func:`load_dataset` undo all but the boolean
-attrs. A missing label reads back as ``None`` where every missing label of the
-variable was ``None`` (nutpie's ``divergence_message``), else as NaN. Numbers,
+list) or ``None`` are stored as JSON text (``None`` as ``"null"``; hierbench's own
+such attrs already are text), boolean attrs as 0/1, and a missing label inside
+a text variable becomes ``""``; :func:`load_fit` and :func:`load_dataset` undo
+all but the boolean attrs. A missing label reads back as ``None`` where every
+missing label of the variable was ``None`` (nutpie's ``divergence_message``),
+else as NaN. A number attr reads back as a Python ``int`` or ``float`` (the file
+gives a numpy scalar). A variable of Python objects that are not all text
+(numbers or bools, with text or not: a JSON file's coord) is stored as one JSON
+text per value, marked ``hierbench_json_values``, and reads back as the same
+objects; one holding anything else (a date, bytes, a list) is refused. Numbers,
 text, bools, NaN and every coordinate come back as they were.
 
 A loaded fit is the fit in memory for ArviZ: zarr lists groups and variables
@@ -86,6 +91,8 @@ _BOOL_MARK = "hierbench_dtype"
 #: a text variable whose missing labels (None or NaN) are stored as "" and read back as NaN
 _MISSING_MARK = "hierbench_missing_text"
 _JSON_MARK = "hierbench_json_attrs"
+#: an object variable holding numbers or bools, stored as one JSON text per value
+_VALUES_MARK = "hierbench_json_values"
 #: root attr of a saved fit: per group, which attrs were lists or JSON text (JSON)
 _ATTR_MARK = "hierbench_attr_kinds"
 #: root attr of a saved fit: per group in order, its variables in order, which are coords and
@@ -104,11 +111,13 @@ def _replace_var(ds: xr.Dataset, name: str, new: xr.DataArray) -> xr.Dataset:
 
 
 def _encode_vars(ds: xr.Dataset) -> xr.Dataset:
-    """``None`` in text variables as ``""`` (bools are xarray's to encode: it opens them as bool)."""
+    """``None`` in text variables as ``""``, other objects as JSON (bools are xarray's to encode: it opens them as bool)."""
     ds = ds.copy()
     for name in list(ds.variables):
         var = ds[name]
-        if var.dtype.kind in "OUT":
+        if var.dtype.kind == "O" and not _all_text(var.values.ravel()):
+            ds = _replace_var(ds, name, _json_values(name, var))
+        elif var.dtype.kind in "OUT":
             # variable-length text; a missing label (None or NaN in an object array) is stored
             # as "" and marked, so that it reads back missing, not as the text 'nan'
             flat = var.values.ravel()
@@ -122,6 +131,36 @@ def _encode_vars(ds: xr.Dataset) -> xr.Dataset:
                 new.attrs = {**var.attrs, _MISSING_MARK: kind}
             ds = _replace_var(ds, name, new)
     return ds
+
+
+def _all_text(flat: np.ndarray) -> bool:
+    """Every value of an object array is text or a missing label (None, NaN)."""
+    return all(isinstance(v, str) or _is_missing(v) for v in flat)
+
+
+#: the values an object variable may hold to be stored as JSON, each read back as it was
+_JSON_SCALARS = (str, bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def _json_values(name: str, var: xr.Variable | xr.DataArray) -> xr.DataArray:
+    """An object variable holding numbers or bools (with text or not) as one JSON text per value, marked.
+
+    ``str(v)`` made JSON's 3 and 248.5 the text '3' and '248.5' (and ``True`` 'True'); JSON
+    keeps each value's type (int, float, bool, text, None; NaN as ``NaN``), and
+    :func:`_decode_vars` reads each back. Any other object (a date, bytes, a list) is refused.
+    """
+    flat = var.values.ravel()
+    odd = [v for v in flat if v is not None and not isinstance(v, _JSON_SCALARS)]
+    if odd:
+        kinds = sorted({type(v).__name__ for v in odd})
+        raise EvalDataError(
+            f"variable {name!r} holds values that are not text, numbers or bools ({', '.join(kinds)}, e.g. "
+            f"{odd[0]!r}), which a netCDF file cannot store as they are; convert them (e.g. to text) before saving"
+        )
+    vals = np.array([json.dumps(v.item() if isinstance(v, np.generic) else v) for v in flat], dtype=object)
+    new = var.copy(data=vals.reshape(var.shape))
+    new.attrs = {**var.attrs, _VALUES_MARK: "json"}
+    return new
 
 
 def _is_missing(v: object) -> bool:
@@ -143,18 +182,19 @@ def _encode_attrs(attrs: dict, *, native_lists: bool) -> tuple[dict, dict[str, s
 
     With ``native_lists`` (fits) a list of text or numbers stays a list, so
     ArviZ reads e.g. ``sample_dims`` from the file as it wrote it; dicts and
-    mixed lists become JSON text. Booleans become 0/1 and ``None`` ``""``.
+    mixed lists become JSON text. Booleans become 0/1; ``None`` becomes the JSON text
+    ``"null"``, listed with the JSON attrs, and reads back as ``None``.
     """
     out, kinds = {}, {}
     for k, v in attrs.items():
         if native_lists and _plain_list(v):
             out[k], kinds[k] = list(v), "list"
-        elif isinstance(v, (dict, list, tuple)):
+        elif isinstance(v, (dict, list, tuple)) or v is None:
             out[k], kinds[k] = json.dumps(v), "json"
         elif isinstance(v, bool):
             out[k] = int(v)
         else:
-            out[k] = "" if v is None else v
+            out[k] = v
     return out, kinds
 
 
@@ -204,6 +244,14 @@ def _decode_vars(ds: xr.Dataset) -> xr.Dataset:
     ds = ds.copy()
     for name in list(ds.variables):
         var = ds[name]
+        if var.attrs.get(_VALUES_MARK) == "json":
+            attrs = {k: v for k, v in var.attrs.items() if k != _VALUES_MARK}
+            vals = np.empty(var.size, dtype=object)
+            vals[:] = [json.loads(str(v)) for v in var.values.ravel()]
+            new = var.copy(data=vals.reshape(var.shape))
+            new.attrs = attrs
+            ds = _replace_var(ds, name, new)
+            continue
         if _MISSING_MARK in var.attrs:
             attrs = {k: v for k, v in var.attrs.items() if k != _MISSING_MARK}
             gap = None if var.attrs[_MISSING_MARK] == "none" else np.nan
@@ -236,6 +284,9 @@ def _decode(ds: xr.Dataset, kinds: dict[str, str] | None = None) -> xr.Dataset:
     sd = ds.attrs.get("sample_dims")
     if isinstance(sd, str) and sd.startswith("["):  # files written before any marker existed
         ds.attrs["sample_dims"] = json.loads(sd)
+    # a number attr reads back as a numpy scalar (np.int64): as the Python number it was saved as,
+    # so that a read report stays JSON-ready
+    ds.attrs = {k: v.item() if isinstance(v, np.generic) else v for k, v in ds.attrs.items()}
     return ds
 
 
@@ -338,7 +389,8 @@ def load_dataset(path: str | os.PathLike) -> xr.Dataset:
         The dataset as saved, boolean variables and list or dict attrs
         restored, each text variable in the dtype it had (Python objects stay
         objects: numpy text of a fixed width would cut an edit to its width);
-        a missing text label reads back as NaN, a boolean attr as 0/1.
+        a missing text label reads back as NaN, a boolean attr as 0/1, a
+        ``None`` attr as ``None`` and a number attr as a Python int or float.
     """
     path = Path(path)
     if not path.exists():

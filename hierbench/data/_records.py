@@ -25,6 +25,7 @@ import pandas as pd
 import xarray as xr
 
 from .._base import SOURCE_COLUMN
+from .._base import HierbenchWarning
 from .._base import counted
 from .._base import warn_user
 from ._duplicates import _row_keys
@@ -538,10 +539,43 @@ def _runs(
             f"{_fmt_list(bad, 5)}; use run_index='within_cell'"
         )
     if run_index == "within_cell" or ints is None:
+        if run_index == "auto":  # asked for by name, within_cell is said by attrs["run_index"] alone
+            _warn_cell_numbered(labels, within, cell, run, where)
         return within, labels
     if run_index == "auto":
         _check_global_ids(ints, within, agents, tasks, run, where)
     return ints, None
+
+
+def _warn_cell_numbered(labels: np.ndarray, within: np.ndarray, cell: pd.DataFrame, run: str, where: str) -> None:
+    """Warn where text run labels numbered within each cell put one label at different run numbers.
+
+    Under ``run_index="auto"`` labels that are not integers (``seed1``, ``epoch-2``) are numbered
+    0, 1, ... per (agent, task) cell in file order and kept as ``run_id``. Where a label recurs in
+    several cells (a seed, an epoch: an occasion) and lands on different numbers, run r is not
+    the same occasion in every cell, and a ``(1|run)`` term would pool different labels. Labels
+    each in one cell (METR's run ids) or in the same place in every cell are numbered without a word.
+    """
+    frame = cell.assign(lab=labels, r=within)
+    spread = frame.groupby("lab", sort=False)["r"].agg(["size", "nunique"])
+    shifted = spread[(spread["size"] > 1) & (spread["nunique"] > 1)]
+    if shifted.empty:
+        return
+    lab = shifted.index[0]
+    rows = frame[frame["lab"] == lab]
+    one, two = rows.iloc[0], rows[rows["r"] != rows["r"].iloc[0]].iloc[0]
+    warn_user(
+        f"`run` column {run!r}{where} holds labels that are not integers, so under run_index='auto' the "
+        "runs were numbered 0, 1, ... within each (agent, task) cell in file order, the labels kept as "
+        f"the per-run variable `run_id`. {len(shifted)} of "
+        f"{len(spread)} labels recur in several cells at different run numbers (e.g. {lab!r} is run "
+        f"{one['r']} in {one['a']}/{one['t']} and run {two['r']} in {two['a']}/{two['t']}): run r is not "
+        "the same occasion in every cell, and a (1|run) term or a comparison by run pools different "
+        "labels. If the labels are occasions shared by the cells (seeds, epochs), map them to integers "
+        "before reading (e.g. 'seed1' -> 1) to make them the run coordinate; run_index='within_cell' "
+        "numbers them per cell without this warning",
+        HierbenchWarning,
+    )
 
 
 def _id_source(df: pd.DataFrame, col, source: str) -> str:
@@ -675,15 +709,33 @@ def _differing_error(given: pd.DataFrame, key: str, col: str, bad: pd.Series, of
     )
 
 
+def _real_number(v: object) -> bool:
+    """A number a JSON file or an object column holds as a number: int or float, never a bool."""
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
 def _coord_values(col: pd.Series) -> np.ndarray:
-    """Return a per-task / per-agent attribute: as stored, or numbers when text that is all numbers."""
+    """Return a per-task / per-agent attribute, numbers as float64 whatever the file held them as.
+
+    Text that is all numbers (a CSV's) and a column of numbers held as Python objects (JSON's
+    ints and floats, an object column of a DataFrame) become float64, as a numeric column is
+    read; an empty value is missing (NaN). A column of JSON booleans with none missing becomes
+    bool, as a Parquet boolean column is; booleans are never read as 0/1 here. A column mixing
+    numbers with text or booleans is kept as stored, never read as numbers.
+    """
     if col.dtype == object or pd.api.types.is_string_dtype(col.dtype):
-        if pd.api.types.infer_dtype(col.to_numpy(dtype=object), skipna=True) == "string":
+        obj = col.to_numpy(dtype=object)
+        if pd.api.types.infer_dtype(obj, skipna=True) == "string":
             vals, bad = numbers(col)
             if not bad.any() and np.isfinite(vals).any():
                 return vals
-            out = col.to_numpy(dtype=object)
-            return np.where(out == "", np.nan, out)  # an empty field is a missing value
+            return np.where(obj == "", np.nan, obj)  # an empty field is a missing value
+        missing = is_missing(col)
+        given = obj[~missing]
+        if given.size and all(_real_number(v) for v in given):
+            return numbers(col)[0]  # every value given is a number (checked): none flagged
+        if given.size == obj.size and all(isinstance(v, (bool, np.bool_)) for v in given):
+            return obj.astype(bool)
     return col.to_numpy()
 
 
@@ -796,6 +848,8 @@ def _read_report(recs: _Records, roles: _Roles, errors: str, n_inconsistent, n_u
         attrs["n_error_scores_overwritten"] = recs.n_overwritten
     if roles.run is None:
         attrs["n_repeated_records"] = recs.n_repeated
+    else:  # the labels as the run coordinate, or numbered within each cell (the labels kept as run_id)
+        attrs["run_index"] = "label" if recs.run_ids is None else "within_cell"
     if recs.levels is not None:  # the scale the grades were read on, for an ordinal fit of `score`
         attrs["score_levels"] = json.dumps(recs.levels.tolist())
     if recs.labels is not None:  # grades written as words: the label of each grade of score_levels
@@ -880,9 +934,9 @@ def from_records(
     error_values : mapping or "nonempty", optional
         What other ``error`` values mean, e.g. ``{"timeout": True}``, or ``"nonempty"`` (see Error flags).
     run_index : {"auto", "label", "within_cell"}
-        How run labels become the ``run`` coordinate: integer labels (refused under ``"auto"``
-        when they look like global run ids), or numbered per cell with the labels kept as
-        ``run_id`` (other labels, ``"within_cell"``).
+        ``"auto"``: integer labels are the ``run`` coordinate (refused if they look like global ids), others
+        are numbered per cell in file order, kept as ``run_id`` (warned where a label gets two numbers);
+        ``"label"``: integer labels always; ``"within_cell"``: numbered; ``attrs["run_index"]`` says which.
     duplicates : {"refuse", "drop", "keep"}
         Records repeating another in every column: refused when they look like copies, one of
         each kept (the others counted), or all kept as runs.

@@ -98,7 +98,7 @@ REPORT_KEYS = (
     "binary", "score_kind", "not_kept", "inconsistent_attributes", "annotations",
     "n_repeated_records", "n_tasks_without_cluster", "n_tasks_without_tag", "score_levels",
     "agent_column", "task_column", "score_labels", "n_error_scores_overwritten", "sample_key",
-    "columns_not_read",
+    "columns_not_read", "run_index",
 )  # fmt: skip
 
 
