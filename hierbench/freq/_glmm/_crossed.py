@@ -76,11 +76,21 @@ from ..._numerics import gauss_hermite
 from ...data import ModelDesign
 from ...data import model_design
 from .._kernels import normal_z
+from ._laplace import LOG_SD_BOUNDS
 from ._mixed import MixedMLResult
 from ._mixed import ScalesFit
+from ._mixed import at_zero_words
 from ._mixed import fit_design
+from ._mixed import wald_sd_interval
+from ._mixed import warn_beyond_bound
+from ._optim import at_bounds
 from ._optim import maximise
+from ._optim import not_a_maximum
 from ._optim import profile_interval
+from ._optim import profile_notes
+from ._optim import sd_at_zero
+from ._optim import stop_reason
+from ._optim import warn_not_a_maximum
 from ._quadrature import task_pass
 from ._warnings import BoundaryEstimateWarning
 from ._warnings import IgnoredClusterWarning
@@ -96,8 +106,17 @@ __all__ = [
     "fit_crossed_ml",
 ]
 
-_LOG_SD_BOUNDS = (math.log(1e-4), math.log(50.0))
+_LOG_SD_BOUNDS = LOG_SD_BOUNDS  # the formula fit's (one owner: ._laplace)
 _ALPHA_BOUND = 30.0
+#: the most the log-likelihood at the estimate may move with more task nodes before a warning
+_QUAD_TOL = 0.05
+#: what to do about a crossed fit that is not a maximum
+_NOT_MAX_ADVICE = (
+    "This happens when the likelihood keeps rising towards a boundary, e.g. sd_task towards infinity when "
+    "tasks are solved by every agent on every run or by none, and the quadrature stops at an artefact: compare "
+    "fits with n_agq=15 and 31, read the profile intervals, or fit the Bayesian crossed model, whose prior "
+    "keeps sd_task finite"
+)
 
 
 # --------------------------------------------------------------------------- the likelihood
@@ -239,6 +258,7 @@ class CrossedMLResult(ScalesFit):
     sd : DataArray (component)
         ``sd_task`` and, when in the model, ``sd_agent_task`` (logit scale);
         fitted from a formula, named by its terms (``1|task``, ``1|agent:task``).
+        NaN where the maximum likelihood estimate is at infinity (warned).
     sd_ci : DataArray (component, ci_bound)
         Profile-likelihood (kind ``profile``) or parametric-bootstrap
         percentile (kind ``percentile``) intervals of the scales, or Wald on
@@ -255,6 +275,8 @@ class CrossedMLResult(ScalesFit):
     n_agq, n_quad : int
         Task-level and cell-level quadrature nodes (``n_agq = 1``: Laplace).
     converged : bool
+        False when the optimiser did not converge or the fit is not a maximum (an
+        observed information that is not positive definite, or a profile value above it).
     n_evaluations : int
         Likelihood evaluations (every pass over all cells, intervals included).
     options : dict
@@ -292,6 +314,9 @@ class CrossedMLResult(ScalesFit):
             else "fixed effects (logit scale)"
         )
         quad = "Laplace" if self.n_agq == 1 else f"{self.n_agq}-node adaptive quadrature"
+        if self.n_agq == 1 and self.options.get("agent_task") == "marginal":
+            # the task integral by Laplace, each agent x task cell's by adaptive quadrature
+            quad = f"Laplace over tasks, {self.n_quad}-node adaptive quadrature per cell"
         lines = [
             f"CrossedMLResult: crossed logistic model by maximum likelihood ({quad}), "
             f"{self.task_effect.sizes['task']} tasks",
@@ -409,9 +434,12 @@ def fit_crossed_ml(
     SeparatedAgentWarning
         An agent with all successes or all failures (its ability is NaN); with a formula, fixed
         effects the data separate in any family (all scores 0 or 1, every grade the lowest or the
-        highest): NaN, the rows they pin left out, the rest the fit in that limit.
+        highest): NaN, the rows they pin left out, the rest the fit in that limit. A scale at its
+        bound 50 or whose profile rises to it (NaN), or has no upper limit below it.
     BoundaryEstimateWarning, MLConvergenceWarning
-        A scale estimated at zero; the optimiser did not converge.
+        A scale at zero (sd < 1e-3; a Wald interval ``[0, NaN]``); the optimiser did not converge,
+        or stopped where the observed information is not positive definite (SEs NaN, ``converged``
+        False), a profile bound was not found (Wald stands in) or the task quadrature is inaccurate.
     IgnoredClusterWarning
         The data have a ``cluster`` coord (not modelled by the crossed model).
 
@@ -630,7 +658,13 @@ def _fit_pooled(inp: dict[str, Any], n_agq: int, n_quad: int, prob: float, inter
 def _fit_crossed(
     inp: dict[str, Any], n_agq: int, n_quad: int, prob: float, intervals: str, n_resamples: int, rng: Any
 ) -> dict[str, Any]:
-    """Maximise, then the covariance and the scales' intervals."""
+    """Maximise, then the covariance and the scales' intervals.
+
+    As the formula fit (``._mixed``): an estimate at an optimiser bound that means infinity (an
+    sd at its upper bound, an ability at +-30) is NaN with a named warning; a fit whose
+    observed information is not positive definite is not a maximum (NaN covariance,
+    ``ok`` False, warned); a scale below ``SD_AT_ZERO`` is at zero.
+    """
     marg = inp["agent_task"] == "marginal"
     y, n = inp["y"], inp["n"]
     lik = _Lik(y, n, marg, n_agq, n_quad)
@@ -640,56 +674,136 @@ def _fit_crossed(
     free = np.ones(lik.P, bool)
     # Newton from the start (one pass per step with its Louis Hessian); L-BFGS-B only if it fails
     x_hat, ll, ok, msg = maximise(lik, x0, free, bounds, lbfgs=False)
+    comp = ["sd_task"] + (["sd_agent_task"] if marg else [])
+    names = [f"ability[{a}]" for a in inp["agents"][inp["keep"]]] + comp
+    at_lo, at_hi = at_bounds(x_hat, bounds)
     if not ok:
+        why = stop_reason(msg, [names[i] for i in np.flatnonzero(at_lo | at_hi)])
         warn_user(
-            f"fit_crossed_ml: the optimiser did not converge ({msg}); the estimates may be inaccurate",
+            f"fit_crossed_ml: the optimiser did not converge ({why}); the estimates may be inaccurate",
             MLConvergenceWarning,
         )
-    H = lik.hessian(x_hat)
-    try:
-        V = np.linalg.inv(-H)
-    except np.linalg.LinAlgError:
-        V = np.full_like(H, np.nan)
+    inf = at_hi.copy()
+    inf[:A] |= at_lo[:A]  # an ability at +-30, an sd at 50: at infinity; an sd at its floor is at zero
+    zero = np.zeros(lik.P, bool)
+    zero[A:] = sd_at_zero(x_hat[A:])
+    V, is_max = _crossed_covariance(lik, x_hat, inf, zero, names)
+    if is_max and not inf.any():
+        _check_quadrature(lik, x_hat, ll)
     r = lik.run(x_hat)
-    out = {"lik": lik, "x": x_hat, "ll": ll, "ok": ok, "V": V, "modes": lik.b_mode.copy(), "cond_sd": r["s"].copy()}
-    comp = ["sd_task"] + (["sd_agent_task"] if marg else [])
-    sd_hat = np.exp(x_hat[A:])
-    at_bound = x_hat[A:] <= _LOG_SD_BOUNDS[0] + 1e-3
-    for j in np.flatnonzero(at_bound):
+    out = {
+        "lik": lik, "x": np.where(inf, np.nan, x_hat), "ll": ll, "ok": ok and is_max, "V": V,
+        "modes": lik.b_mode.copy(), "cond_sd": r["s"].copy(),
+    }  # fmt: skip
+    if inf.any():
+        warn_beyond_bound(
+            [f"{names[i]} at {x_hat[i]:+.4g}" if i < A else f"{names[i]} at {math.exp(x_hat[i]):.4g}"
+             for i in np.flatnonzero(inf)],
+            f"abilities +-{_ALPHA_BOUND:g} logits, sds {math.exp(_LOG_SD_BOUNDS[1]):g}",
+            "sd_task goes to infinity when tasks are solved by every agent on every run or by none (the "
+            "likelihood rises as they become certain); the Bayesian crossed model's prior keeps it finite",
+        )  # fmt: skip
+    for j in np.flatnonzero(zero[A:]):
         warn_user(
             f"{comp[j]} is estimated at the boundary (zero); its interval is one-sided",
             BoundaryEstimateWarning,
         )
-    z = normal_z(prob)
-    se_log = np.sqrt(np.clip(np.diag(V)[A:], 0, None))
-    resamples = None
-    if intervals == "profile":
-        lo, hi = [], []
-        for j in range(len(comp)):
-            a, b = profile_interval(lik, x_hat, ll, A + j, bounds, prob, se_log[j])
-            lo.append(a)
-            hi.append(b)
-        kind, detail = "profile", "profile likelihood, deviance within the chi-square(1) quantile"
-    elif intervals == "wald":
-        with np.errstate(over="ignore"):
-            lo = np.where(at_bound, 0.0, sd_hat * np.exp(-z * se_log))
-            hi = sd_hat * np.exp(z * se_log)
-        kind, detail = "normal", "Wald on the log scale"
-    else:
-        draws, n_sep, n_fail = _parametric_bootstrap(lik, x_hat, bounds, n_resamples, as_rng(rng))
-        resamples = xr.DataArray(
-            draws, dims=("resample", "component"), coords={"component": comp}, name="sd_resamples"
-        )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all refits lost: NaN bounds
-            q = np.nanquantile(draws, [0.5 - prob / 2, 0.5 + prob / 2], axis=0)
-        lo, hi = q[0], q[1]
-        kind, detail = "percentile", _bootstrap_detail(n_resamples, n_sep, n_fail)
-    sd_da = xr.DataArray(sd_hat, dims="component", coords={"component": comp}, name="sd")
+    lo, hi, kind, detail, resamples, (rising, above) = _scale_intervals(
+        lik, x_hat, ll, V, bounds, inf[A:], zero[A:], comp, prob, intervals, n_resamples, rng
+    )
+    if rising.any() or above:  # the profile found the fit is not at the maximum (warned by profile_notes)
+        out["ok"] = False
+        inf[A:] |= rising
+        out["x"] = np.where(inf, np.nan, x_hat)
+        V[inf, :] = V[:, inf] = np.nan
+    sd_da = xr.DataArray(np.where(inf[A:], np.nan, np.exp(x_hat[A:])), dims="component", coords={"component": comp},
+                         name="sd")  # fmt: skip
     out["sd"] = sd_da
+    lo, hi = np.where(inf[A:], np.nan, lo), np.where(inf[A:], np.nan, hi)
     out["sd_ci"] = make_interval(lo, hi, prob=prob, kind=kind, detail=detail, template=sd_da, warn_zero_width=False)
     out["resamples"] = resamples
     return out
+
+
+def _check_quadrature(lik: _Lik, x_hat: np.ndarray, ll: float) -> None:
+    """Warn when the log-likelihood at the estimate moves by more than ``_QUAD_TOL`` with more task nodes.
+
+    Its maximum may then be an artefact of the quadrature (seen when sd_task heads to infinity,
+    audit s76 G: the 9-node fit stopped at 18.9, 41 nodes put the log-likelihood there 0.43
+    higher). Laplace (``n_agq = 1``) is not checked: its error is the user's choice.
+    """
+    if lik.n_agq == 1:
+        return
+    q = max(2 * lik.n_agq + 1, 41)
+    fine = _Lik(lik.y, lik.n, lik.marg, q, lik.u.size)
+    fine.b_mode[:] = lik.b_mode
+    v = fine.value(x_hat)
+    if abs(v - ll) > _QUAD_TOL:
+        warn_user(
+            f"fit_crossed_ml: the {lik.n_agq}-node quadrature over tasks is not accurate at the estimate: the "
+            f"log-likelihood there is {ll:.4f} with it and {v:.4f} with {q} nodes, so the maximum found may be an "
+            "artefact of the quadrature (seen when sd_task heads to infinity, with tasks solved by every agent on "
+            f"every run or by none). Refit with n_agq={q} and compare, or read the profile intervals",
+            MLConvergenceWarning,
+        )
+
+
+def _crossed_covariance(
+    lik: _Lik, x_hat: np.ndarray, inf: np.ndarray, zero: np.ndarray, names: list[str]
+) -> tuple[np.ndarray, bool]:
+    """Inverse observed information (NaN at the estimates at infinity), and whether the fit is a maximum.
+
+    Not a maximum (``not_a_maximum``, checked off the bounds and the scales at zero): all NaN,
+    with a warning.
+    """
+    H = lik.hessian(x_hat)
+    keep = np.flatnonzero(~inf)
+    try:
+        if keep.size == H.shape[0]:
+            V = np.linalg.inv(-H)
+        else:
+            V = np.full_like(H, np.nan)
+            V[np.ix_(keep, keep)] = np.linalg.inv(-H[np.ix_(keep, keep)])
+    except np.linalg.LinAlgError:
+        V = np.full_like(H, np.nan)
+    why = not_a_maximum(H, V, np.flatnonzero(~inf & ~zero), names)
+    if not why:
+        return V, True
+    warn_not_a_maximum(why, _NOT_MAX_ADVICE)
+    return np.full_like(H, np.nan), False
+
+
+def _scale_intervals(
+    lik: _Lik, x_hat: np.ndarray, ll: float, V: np.ndarray, bounds: list, inf: np.ndarray, zero: np.ndarray,
+    comp: list[str], prob: float, intervals: str, n_resamples: int, rng: Any,
+) -> tuple[np.ndarray, np.ndarray, str, str, xr.DataArray | None, tuple[np.ndarray, bool]]:  # fmt: skip
+    """The scales' intervals (``inf``: at infinity, not profiled; ``zero``: at zero), kind, detail, resamples.
+
+    Last, from a profile (``profile_notes``): the scales whose likelihood rises to the upper
+    bound (at infinity) and whether some profile value rose above the fit's maximum.
+    """
+    A = lik.A
+    sd_hat = np.exp(x_hat[A:])
+    se_log = np.sqrt(np.clip(np.diag(V)[A:], 0, None))
+    if intervals == "profile":
+        lo, hi, infos = np.full(len(comp), np.nan), np.full(len(comp), np.nan), []
+        for j in range(len(comp)):
+            infos.append({})
+            if not inf[j]:
+                lo[j], hi[j] = profile_interval(lik, x_hat, ll, A + j, bounds, prob, se_log[j], infos[j])
+        notes, rising, above = profile_notes(comp, infos, inf, "check it on a grid, or use intervals='bootstrap'")
+        detail = "profile likelihood, deviance within the chi-square(1) quantile" + notes
+        return lo, hi, "profile", detail, None, (rising, above)
+    fine = (np.zeros(len(comp), bool), False)
+    if intervals == "wald":
+        lo, hi = wald_sd_interval(sd_hat, se_log, zero, prob)
+        return lo, hi, "normal", "Wald on the log scale" + at_zero_words(zero), None, fine
+    draws, n_sep, n_fail = _parametric_bootstrap(lik, x_hat, bounds, n_resamples, as_rng(rng))
+    resamples = xr.DataArray(draws, dims=("resample", "component"), coords={"component": comp}, name="sd_resamples")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all refits lost: NaN bounds
+        q = np.nanquantile(draws, [0.5 - prob / 2, 0.5 + prob / 2], axis=0)
+    return q[0], q[1], "percentile", _bootstrap_detail(n_resamples, n_sep, n_fail), resamples, fine
 
 
 def _crossed_result(

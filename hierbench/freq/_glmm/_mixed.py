@@ -50,8 +50,14 @@ from ._families import log_gap_bounds
 from ._laplace import LOG_SD_BOUNDS
 from ._laplace import Laplace
 from ._laplace import gradient_hessian
+from ._optim import at_bounds
 from ._optim import maximise
+from ._optim import not_a_maximum
 from ._optim import profile_interval
+from ._optim import profile_notes
+from ._optim import sd_at_zero
+from ._optim import stop_reason
+from ._optim import warn_not_a_maximum
 from ._warnings import BoundaryEstimateWarning
 from ._warnings import MLConvergenceWarning
 from ._warnings import SeparatedAgentWarning
@@ -312,9 +318,13 @@ def _pearson_dispersion(lik: Laplace, x: np.ndarray, design: ModelDesign) -> flo
 
 def _covariance(lik: Laplace, x: np.ndarray, bounds: list) -> np.ndarray:
     """Inverse observed information over the coordinates off their bounds (NaN elsewhere)."""
-    lo = np.array([b[0] for b in bounds])
-    hi = np.array([b[1] for b in bounds])
-    free = (x > lo + 1e-3) & (x < hi - 1e-3)
+    return _information(lik, x, bounds)[0]
+
+
+def _information(lik: Laplace, x: np.ndarray, bounds: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(V, H, free)``: the covariance of ``_covariance``, the Hessian it inverts and its coordinates."""
+    at_lo, at_hi = at_bounds(x, bounds)
+    free = ~at_lo & ~at_hi
     H = gradient_hessian(lik, x, free)
     V = np.full((x.size, x.size), np.nan)
     idx = np.flatnonzero(free)
@@ -322,28 +332,80 @@ def _covariance(lik: Laplace, x: np.ndarray, bounds: list) -> np.ndarray:
         V[np.ix_(idx, idx)] = np.linalg.inv(-H[np.ix_(idx, idx)])
     except np.linalg.LinAlgError:
         pass
-    return V
+    return V, H, free
+
+
+#: what to do about a formula fit that is not a maximum
+_NOT_MAX_ADVICE = (
+    "This happens when the likelihood keeps rising towards a boundary, e.g. a random term's sd towards "
+    "infinity when each of its levels is all successes or all failures: look for such levels, or fit the "
+    "Bayesian model, whose priors keep such terms finite"
+)
+
+
+def _checked_covariance(
+    lik: Laplace, x: np.ndarray, bounds: list, design: ModelDesign
+) -> tuple[np.ndarray, bool]:
+    """``_covariance``, all NaN (and False) when the fit is not a maximum (``not_a_maximum``, warned).
+
+    Checked over the coordinates off their bounds, less the sds at zero (flat there).
+    """
+    V, H, free = _information(lik, x, bounds)
+    p, K = design.X.shape[1], len(design.random)
+    check = free.copy()
+    check[p : p + K] &= ~sd_at_zero(x[p : p + K])
+    names = [*map(str, design.coef), *(f"log sd({t.name})" for t in design.random)]
+    names += [f"threshold parameter {i}" for i in range(x.size - len(names))]
+    why = not_a_maximum(H, V, np.flatnonzero(check), names)
+    if not why:
+        return V, True
+    warn_not_a_maximum(why, _NOT_MAX_ADVICE)
+    return np.full_like(V, np.nan), False
 
 
 def _sd_intervals(
     lik: Laplace, x: np.ndarray, ll: float, V: np.ndarray, bounds: list, design: ModelDesign,
     prob: float, intervals: str,
-) -> tuple[np.ndarray, np.ndarray, str, str]:
-    """Profile or Wald-on-the-log-scale intervals of the random-effect sds."""
+) -> tuple[np.ndarray, np.ndarray, str, str, tuple[np.ndarray, bool]]:
+    """Profile or Wald-on-the-log-scale intervals of the random-effect sds.
+
+    Also, from the profile (``profile_notes``): the sds whose likelihood rises to the upper
+    bound (at infinity) and whether some profile value rose above the fit's maximum.
+    """
     p, K = design.X.shape[1], len(design.random)
     sd = np.exp(x[p : p + K])
     se_log = np.sqrt(np.clip(np.diag(V)[p : p + K], 0, None))
-    at_zero = x[p : p + K] <= LOG_SD_BOUNDS[0] + 1e-3
+    at_zero = sd_at_zero(x[p : p + K])
     if intervals == "profile":
-        lo, hi = np.empty(K), np.empty(K)
+        lo, hi, infos = np.full(K, np.nan), np.full(K, np.nan), []
+        infinite = at_bounds(x, bounds)[1][p : p + K]
         for k in range(K):
-            lo[k], hi[k] = profile_interval(lik, x, ll, p + k, bounds, prob, se_log[k])
-        return lo, hi, "profile", "profile likelihood (Laplace), deviance within the chi-square(1) quantile"
+            infos.append({})
+            if not infinite[k]:  # reported as NaN (_infinite)
+                lo[k], hi[k] = profile_interval(lik, x, ll, p + k, bounds, prob, se_log[k], infos[k])
+        notes, rising, above = profile_notes([f"sd({t.name})" for t in design.random], infos, infinite,
+                                             "check it on a grid")  # fmt: skip
+        detail = "profile likelihood (Laplace), deviance within the chi-square(1) quantile" + notes
+        return lo, hi, "profile", detail, (rising, above)
+    lo, hi = wald_sd_interval(sd, se_log, at_zero, prob)
+    detail = "Wald on the log scale (inverse observed information)" + at_zero_words(at_zero)
+    return lo, hi, "normal", detail, (np.zeros(K, bool), False)
+
+
+def wald_sd_interval(sd: np.ndarray, se_log: np.ndarray, at_zero: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
+    """Wald interval of sds on the log scale; an sd at zero gets ``[0, NaN]`` (the log scale has no bound there)."""
     z = normal_z(prob)
     with np.errstate(over="ignore", invalid="ignore"):
         lo = np.where(at_zero, 0.0, sd * np.exp(-z * se_log))
         hi = np.where(at_zero, np.nan, sd * np.exp(z * se_log))
-    return lo, hi, "normal", "Wald on the log scale (inverse observed information)"
+    return lo, hi
+
+
+def at_zero_words(at_zero: np.ndarray) -> str:
+    """The ``ci_detail`` suffix of Wald intervals when some sd is at zero (none: empty)."""
+    if not np.any(at_zero):
+        return ""
+    return "; an sd at zero: [0, NaN] (the log scale has no Wald bound there; the profile interval has one)"
 
 
 def _modes(lik: Laplace, x: np.ndarray, design: ModelDesign) -> dict[str, xr.DataArray]:
@@ -467,16 +529,22 @@ def _at_bounds(x: np.ndarray, bounds: list, design: ModelDesign) -> tuple[np.nda
     at +-40 or a threshold gap at its upper bound: the maximum lies beyond the box (the MLE is at
     infinity, or the likelihood is flat there). A gap at its lower bound: two thresholds coincide.
     """
-    lo = np.array([b[0] for b in bounds])
-    hi = np.array([b[1] for b in bounds])
     p, K = design.X.shape[1], len(design.random)
-    at_lo, at_hi = x <= lo + 1e-3, x >= hi - 1e-3
+    at_lo, at_hi = at_bounds(x, bounds)
     inf = at_hi.copy()
     inf[:p] |= at_lo[:p]
     inf[p + K : p + K + 1] |= at_lo[p + K : p + K + 1]  # the first threshold; the sds' lower end is zero
     zero_gap = np.zeros(x.size, bool)
     zero_gap[p + K + 1 :] = at_lo[p + K + 1 :]
     return inf, zero_gap
+
+
+def _bound_names(x: np.ndarray, bounds: list, design: ModelDesign) -> list[str]:
+    """The reduced fit's parameters at an optimiser bound, named (for the convergence warning)."""
+    at_lo, at_hi = at_bounds(x, bounds)
+    names = [*map(str, design.coef), *(f"sd({t.name})" for t in design.random)]
+    names += [f"threshold parameter {i}" for i in range(x.size - len(names))]
+    return [n for n, f in zip(names, at_lo | at_hi, strict=True) if f]
 
 
 def _expanded(x: np.ndarray, V: np.ndarray, back: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -499,7 +567,11 @@ def fit_design(
     Fixed effects along which the data separate (``hierbench.data``'s ``separation``) are NaN,
     with a ``SeparatedAgentWarning``; the rest is the fit in that limit. Any other estimate that
     ends at the optimiser's bound (its MLE at infinity, or not identified) is NaN too, with a
-    ``SeparatedAgentWarning`` naming it and the bound, and listed in ``options["at_bound"]``.
+    ``SeparatedAgentWarning`` naming it and the bound, and listed in ``options["at_bound"]``;
+    so is an sd whose profile likelihood rises to its upper bound. A fit whose observed
+    information is not positive definite (over the estimates off their bounds, sds at zero
+    aside), or whose profile finds a higher likelihood, is not a maximum: ``converged`` False
+    and, for the former, standard errors and covariance NaN (warned).
     """
     full = design
     sep = separating_direction(full)
@@ -507,18 +579,22 @@ def fit_design(
     with one_blas_thread():
         phi, _, how = _dispersion(design)
         lik, xr_, ll, ok, msg, bounds = _maximise_design(design, phi)
-        Vr = _covariance(lik, xr_, bounds)
-        lo, hi, kind, detail = _sd_intervals(lik, xr_, ll, Vr, bounds, design, prob, intervals)
+        if not ok:
+            warn_user(f"fit_crossed_ml: the optimiser did not converge ({stop_reason(msg, _bound_names(xr_, bounds, design))})",
+                      MLConvergenceWarning)  # fmt: skip
+        Vr, is_max = _checked_covariance(lik, xr_, bounds, design)
+        ok = ok and is_max
+        lo, hi, kind, detail, (rising, above) = _sd_intervals(lik, xr_, ll, Vr, bounds, design, prob, intervals)
+        ok = ok and not above
         modes = _modes(lik, xr_, design)
-    if not ok:
-        warn_user(f"fit_crossed_ml: the optimiser did not converge ({msg})", MLConvergenceWarning)
     x, V = (a.copy() for a in _expanded(xr_, Vr, back))
     p, K = full.X.shape[1], len(full.random)
     infinite, at_bound = _infinite(xr_, bounds, design, back, full, sep)
+    infinite[p : p + K] |= rising  # the profile rises to the sd's upper bound (warned by profile_notes)
     x[infinite] = np.nan
     V[infinite, :] = V[:, infinite] = np.nan
     comp = [t.name for t in full.random]
-    for k in np.flatnonzero(x[p : p + K] <= LOG_SD_BOUNDS[0] + 1e-3):
+    for k in np.flatnonzero(sd_at_zero(x[p : p + K])):
         warn_user(f"sd of ({comp[k]}) is estimated at zero; its interval is one-sided",
                       BoundaryEstimateWarning)  # fmt: skip
     z = normal_z(prob)
@@ -573,15 +649,12 @@ def _infinite(
     where += [f"{c} at {v:+.4g}" for c, v, f in zip(design.coef, x, inf_r, strict=False)
               if f and str(c).startswith("nuisance[")]  # fmt: skip
     if where:
-        warn_user(
-            f"fit_crossed_ml: {', '.join(where)} ended at the optimiser's bound (fixed effects and the first "
-            f"threshold +-{_BETA_BOUND:g} logits, sds {np.exp(LOG_SD_BOUNDS[1]):g}, threshold "
-            f"gaps {np.exp(log_gap_bounds(2)[1][1]):g}): the maximum likelihood estimate lies beyond it, at infinity, "
-            "or is not identified (the likelihood still rises, or is flat, there), so it is reported as NaN with a "
-            "NaN interval and the other estimates are the fit at that bound. Look for grades or outcomes that the "
-            "design's rows split cleanly, or a term the data cannot identify; the Bayesian fit's priors keep such "
-            "terms finite",
-            SeparatedAgentWarning,
+        warn_beyond_bound(
+            where,
+            f"fixed effects and the first threshold +-{_BETA_BOUND:g} logits, sds {np.exp(LOG_SD_BOUNDS[1]):g}, "
+            f"threshold gaps {np.exp(log_gap_bounds(2)[1][1]):g}",
+            "Look for grades or outcomes that the design's rows split cleanly, or a term the data cannot identify; "
+            "the Bayesian fit's priors keep such terms finite",
         )
     for i in np.flatnonzero(gap):
         j = i - p - K  # the gap below threshold j: thresholds j - 1 and j coincide
@@ -592,6 +665,17 @@ def _infinite(
             BoundaryEstimateWarning,
         )
     return infinite | inf, [label[i] for i in np.flatnonzero((inf & ~infinite) | gap)]
+
+
+def warn_beyond_bound(where: list[str], bounds: str, advice: str) -> None:
+    """The warning of estimates that ended at an optimiser bound meaning infinity (both engines): NaN, named."""
+    warn_user(
+        f"fit_crossed_ml: {', '.join(where)} ended at the optimiser's bound ({bounds}): the maximum likelihood "
+        "estimate lies beyond it, at infinity, or is not identified (the likelihood still rises, or is flat, "
+        "there), so it is reported as NaN with a NaN interval and the other estimates are the fit at that "
+        f"bound. {advice}",
+        SeparatedAgentWarning,
+    )
 
 
 def _bound_words(label: str, value: float, k: int, K: int) -> str:

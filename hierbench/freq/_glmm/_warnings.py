@@ -23,12 +23,14 @@ class SeparatedAgentWarning(BoundaryWarning):
     direction whose design rows all sit at one end of the scale (all scores 0 or 1, every grade
     the lowest or the highest), or whose grades split cleanly at a cut between two middle grades.
     Also any estimate of a formula fit that ended at the optimiser's bound (its MLE at infinity,
-    or not identified), which the separation rule did not foresee.
+    or not identified), which the separation rule did not foresee, and in either fit a random
+    term's sd at its upper bound or whose profile likelihood does not fall below the interval's
+    cut-off up to it (levels all successes or all failures pull the spread to infinity).
     """
 
 
 class BoundaryEstimateWarning(BoundaryWarning):
-    """A scale's estimate sits at the boundary (zero): its interval is one-sided."""
+    """A scale's estimate sits at the boundary (zero, below 1e-3 on the logit scale): its interval is one-sided."""
 
 
 class IgnoredClusterWarning(HierbenchWarning):
