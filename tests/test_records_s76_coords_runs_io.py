@@ -176,3 +176,25 @@ def test_a_none_attr_of_a_fit_group_reads_back_as_none(tmp_path):
     back = load_fit(save_fit(xr.DataTree.from_dict({"posterior": post}), tmp_path / "f.nc"))
     assert back["posterior"].attrs["note"] is None
     assert type(back["posterior"].attrs["n"]) is int
+
+
+def test_a_run_term_is_refused_where_runs_were_numbered_within_cells():
+    """Labels seed1 / seed2 in swapped file order in half the cells: numbered within each cell, run 0
+    is seed2 in some cells and seed1 in others, so (1|run) would pool different seeds. Refused there;
+    the same design with the labels mapped to integers by hand is accepted at the run level.
+    """
+    from hierbench.data import FormulaError
+
+    rows = [{"agent": a, "task": f"t{t}", "run": lab, "score": float((t + k) % 2)}
+            for a in ("a", "b") for t in range(6)
+            for k, lab in enumerate(["seed1", "seed2"] if t % 2 else ["seed2", "seed1"])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = from_records(pd.DataFrame(rows), run="run")
+    assert ds.attrs["run_index"] == "within_cell"
+    with pytest.raises(FormulaError, match=r"uses `run`, but the runs of `data` were numbered within each"):
+        model_design("score ~ agent + (1|run)", ds)
+    assert model_design("score ~ agent + (1|task)", ds).row_level == "cell"
+    ints = from_records(pd.DataFrame([{**r, "run": int(r["run"][-1])} for r in rows]), run="run")
+    assert ints.attrs["run_index"] == "label"
+    assert model_design("score ~ agent + (1|run)", ints).row_level == "run"

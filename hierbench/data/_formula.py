@@ -903,7 +903,23 @@ def _parse(formula: str, data: xr.Dataset) -> tuple[str, dict, set[str]]:
     avail = _variables(data, response)
     used = set(desc.var_names)
     _check_names(used, avail, data)
+    _check_run_numbers(used, data, formula)
     return response, avail, used
+
+
+def _check_run_numbers(used: set[str], data: xr.Dataset, formula: str) -> None:
+    """Refuse ``run`` as a term where the runs were numbered within each cell (``attrs["run_index"]``).
+
+    Then run r is the r-th record of each cell in file order, not one occasion (a seed, an epoch)
+    shared by the cells, so a run effect would pool different occasions (audit s76 R 6).
+    """
+    if "run" in used and data.attrs.get("run_index") == "within_cell":
+        raise FormulaError(
+            f"`formula` {formula!r} uses `run`, but the runs of `data` were numbered within each (agent, "
+            "task) cell (attrs['run_index'] = 'within_cell': their labels were not integers, kept as "
+            "run_id), so run r is not the same occasion in every cell; map the labels to integers "
+            "shared by the cells before reading (e.g. 'seed1' -> 1), or leave `run` out of the formula"
+        )
 
 
 def _fixed_effects(formula: str, frame: pd.DataFrame, family: str) -> tuple:
