@@ -25,6 +25,7 @@ from ..._base import check_int
 from ..._base import check_prob
 from ..._base import cluster_codes
 from ..._base import warn_user
+from ..._numerics import bounded_mean_bounds
 from .._kernels import BLOCK_ELEMENTS
 from .._kernels import BcaCounts
 from .._kernels import DegenerateBootstrapWarning
@@ -375,11 +376,11 @@ def _warn_bca_undefined(counts: BcaCounts, n: int) -> None:
 def _edge_bounds(at_one: Any, n_units: Any, prob: float) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided bounds of a proportion observed at 0 (``at_one`` False) or 1 over ``n_units`` units.
 
-    With ``a = (1 - prob) / 2``: ``[0, 1 - a^(1/n)]`` at 0 and ``[a^(1/n), 1]`` at 1.
-    Over ``n`` independent items this is Clopper-Pearson's interval for 0 (or ``n``) of ``n``;
-    over ``n`` clusters it is the distribution-free bound for the mean of ``n`` independent
-    values in [0, 1] (every cluster's share 0, or 1), which ``bounded_mean_bounds`` of
-    ``hierbench._numerics`` gives there: ``P(every share is 0) <= (1 - mean)^n``.
+    The package's one bound for a mean of values in [0, 1] (``bounded_mean_bounds`` of
+    ``hierbench._numerics``) at a total of 0 or ``n``: with ``a = (1 - prob) / 2``, ``[0, 1 -
+    a^(1/n)]`` at 0 and ``[a^(1/n), 1]`` at 1. Over ``n`` independent items this is
+    Clopper-Pearson's interval for 0 (or ``n``) of ``n``; over ``n`` clusters the bound for the
+    mean of their shares (every cluster's share 0, or 1): ``P(every share is 0) <= (1 - mean)^n``.
 
     Examples
     --------
@@ -387,11 +388,9 @@ def _edge_bounds(at_one: Any, n_units: Any, prob: float) -> tuple[np.ndarray, np
     >>> round(float(lo), 4), float(hi)
     (0.8843, 1.0)
     """
-    one = np.asarray(at_one, dtype=bool)
-    n = np.asarray(n_units, dtype=float)
-    with np.errstate(divide="ignore"):
-        edge = ((1.0 - float(prob)) / 2.0) ** (1.0 / n)
-    return np.where(one, edge, 0.0), np.where(one, 1.0, 1.0 - edge)
+    one, n = np.broadcast_arrays(np.asarray(at_one, dtype=bool), np.asarray(n_units, dtype=np.int64))
+    lo, hi = bounded_mean_bounds(np.where(one, n, 0).astype(float), n, prob)
+    return lo.reshape(one.shape), hi.reshape(one.shape)
 
 
 def _few_clusters(codes: np.ndarray | None, prob: float, n_items: int) -> dict:
