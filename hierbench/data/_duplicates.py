@@ -181,12 +181,26 @@ def warn_split_cells(df: pd.DataFrame, agents: np.ndarray, tasks: np.ndarray, wh
     """
     cells = pd.DataFrame({"a": agents, "t": tasks})
     size = cells.value_counts(sort=False)
+
+    def distinct() -> pd.Series:
+        multi = cells.set_index(["a", "t"]).index.isin(size[size > 1].index)
+        keys = pd.DataFrame({"a": agents[multi], "t": tasks[multi], "k": _row_keys(df[multi]).to_numpy()})
+        return keys.drop_duplicates().groupby(["a", "t"], sort=False).size()
+
+    return warn_split_counts(size, distinct, where)
+
+
+def warn_split_counts(size: pd.Series, distinct: Callable[[], pd.Series], where: str) -> int:
+    """The rule of :func:`warn_split_cells` on counts: every reader's, from records or from a group-by.
+
+    ``size``: records per (agent, task) cell; ``distinct()``: the distinct records of the cells
+    holding several, on the same index, asked for only where most cells hold one record and
+    some hold more (it may be a pass over the records). Returns the split cells' count.
+    """
     n_single = int((size == 1).sum())
     if n_single * 2 <= len(size) or n_single == len(size):
         return 0
-    multi = cells.set_index(["a", "t"]).index.isin(size[size > 1].index)
-    distinct = pd.DataFrame({"a": agents[multi], "t": tasks[multi], "k": _row_keys(df[multi]).to_numpy()})
-    n_diff = distinct.drop_duplicates().groupby(["a", "t"], sort=False).size()
+    n_diff = distinct()
     split = n_diff[n_diff > 1]
     if not len(split):
         return 0

@@ -34,7 +34,7 @@ import xarray as xr
 
 from ._duplicates import copies_reason
 from ._duplicates import warn_repeats_kept
-from ._duplicates import warn_split_cells
+from ._duplicates import warn_split_counts
 from ._records import DuplicatePolicy
 from ._records import _check_battles
 from ._records import _hive_keys
@@ -202,34 +202,20 @@ def _repeat_rule(mult: Mapping[int, int], n_read: int, table: pd.DataFrame, per_
 
 
 def _warn_split(table: pd.DataFrame, distinct: Callable[[], pd.Series], source: str) -> None:
-    """``warn_split_cells`` for cells that hold several different records in a log of one run per cell.
+    """``warn_split_counts`` (from_records' rule) on the agent x task table's record counts.
 
     ``distinct()`` gives the distinct records of each cell holding several, indexed by (agent,
-    task); it is a pass over the records, made only when most cells hold one record and some
-    hold more (``warn_split_cells`` says nothing otherwise). ``warn_split_cells`` is given one
-    stand-in record per single cell and records whose keys differ as the cells' do: the five
-    split cells it names, first in (agent, task) order, with as many records as they hold.
+    task); it is a pass over the records, made only where the rule needs it. The split cells
+    are named in (agent, task) order.
     """
-    size = table["n_rec"].to_numpy(np.int64)
-    n_single = int((size == 1).sum())
-    if n_single * 2 <= len(size) or n_single == len(size):
-        return
-    d = distinct().rename("d").reset_index()
-    d.columns = ["agent", "task", "d"]
-    d = d.astype({"agent": str, "task": str})
-    d = table[["agent", "task"]].merge(d, how="left", on=["agent", "task"])["d"].fillna(1).to_numpy(np.int64)
-    split = (size > 1) & (d > 1)
-    order = np.lexsort((table["task"].to_numpy(), table["agent"].to_numpy(), ~split))  # split cells first
-    shown = np.zeros(len(size), bool)
-    shown[order[: min(5, int(split.sum()))]] = True
-    n = np.where(size == 1, 1, np.where(shown, size, 2))[order]
-    first = np.zeros(int(n.sum()), bool)
-    first[np.concatenate([[0], np.cumsum(n)[:-1]])] = True
-    keys = np.where(first | ~np.repeat(split[order], n), 0, 1)
-    warn_split_cells(
-        pd.DataFrame({"k": keys}), np.repeat(table["agent"].to_numpy(object)[order], n),
-        np.repeat(table["task"].to_numpy(object)[order], n), f" in {source}",
-    )  # fmt: skip
+    size = table.set_index(["agent", "task"])["n_rec"].astype(np.int64)
+
+    def counted() -> pd.Series:
+        d = distinct()
+        d.index = pd.MultiIndex.from_arrays([d.index.get_level_values(i).astype(str) for i in (0, 1)])
+        return d.sort_index()
+
+    warn_split_counts(size, counted, f" in {source}")
 
 
 def _warn_errors(table: pd.DataFrame, n_overwritten: int, source: str, error: str | None) -> None:
