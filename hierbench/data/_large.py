@@ -23,7 +23,6 @@ from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Mapping
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING
 from typing import Any
 from typing import Literal
@@ -40,7 +39,7 @@ from ._records import _check_battles
 from ._records import _hive_keys
 from ._records import _Roles
 from ._records import _row_keys
-from ._records import _warn_errored_runs
+from ._records import warn_errored_counts
 from ._schema import SCHEMA_VERSION
 from ._schema import EvalDataError
 from ._schema import _fmt_list
@@ -219,23 +218,10 @@ def _warn_split(table: pd.DataFrame, distinct: Callable[[], pd.Series], source: 
 
 
 def _warn_errors(table: pd.DataFrame, n_overwritten: int, source: str, error: str | None) -> None:
-    """``_warn_errored_runs`` (errors='fail'): scores > 0 read as 0, agents whose every run errored.
-
-    It is given one record per error run and, for each agent with a run that did not error,
-    one such run: all that it counts. Made only when it has something to say.
-    """
+    """``warn_errored_counts`` (from_records' rule, errors='fail') on the agent x task table's counts."""
     per = table.groupby("agent", sort=True)[["n_error", "n_rec"]].sum()
-    all_err = (per["n_error"] == per["n_rec"]).to_numpy()
-    if not n_overwritten and not all_err.any():
-        return
-    n = per["n_error"].to_numpy(np.int64) + ~all_err
-    agents = np.repeat(per.index.to_numpy(object), n)
-    flags = np.ones(len(agents), bool)
-    flags[(np.cumsum(n) - 1)[~all_err]] = False
-    _warn_errored_runs(
-        SimpleNamespace(source=source, n_overwritten=int(n_overwritten), error=flags, agents=agents),  # type: ignore[arg-type]
-        SimpleNamespace(error=error),  # type: ignore[arg-type]
-    )
+    per = per.rename(columns={"n_error": "sum", "n_rec": "size"}).astype(np.int64)
+    warn_errored_counts(int(n_overwritten), per, error, f" in {source}")
 
 
 def _refuse_battles(columns: list[str], cols: dict[str, str | None], source: str) -> None:

@@ -624,18 +624,26 @@ def _map_records(
 
 def _warn_errored_runs(recs: _Records, roles: _Roles) -> None:
     """Say what ``errors="fail"`` does beyond counting failures: scores > 0 overwritten, all-error agents."""
-    where = f" in {recs.source}"
-    if recs.n_overwritten:
+    frame = pd.DataFrame({"a": recs.agents, "e": recs.error})
+    per = frame.groupby("a", sort=False)["e"].agg(["sum", "size"])
+    warn_errored_counts(recs.n_overwritten, per, roles.error, f" in {recs.source}")
+
+
+def warn_errored_counts(n_overwritten: int, per: pd.DataFrame, error: str | None, where: str) -> None:
+    """The rule of :func:`_warn_errored_runs` on counts: every reader's, from records or from a group-by.
+
+    ``per``: per agent (its index, in the order to name them), ``sum`` the runs flagged as errors
+    and ``size`` the runs; ``n_overwritten``: errored runs whose score > 0 was read as 0.
+    """
+    if n_overwritten:
         warn_user(
-            f"{recs.n_overwritten} of {int(recs.error.sum())} runs flagged as infrastructure errors in "
-            f"`error` column {roles.error!r}{where} recorded a score > 0; under errors='fail' an errored "
+            f"{n_overwritten} of {int(per['sum'].sum())} runs flagged as infrastructure errors in "
+            f"`error` column {error!r}{where} recorded a score > 0; under errors='fail' an errored "
             "run scores 0, so those scores were read as 0 (counted in "
             "attrs['n_error_scores_overwritten']). If they are the agent's results, the flag is not an "
             "infrastructure error: map it with `error_values`, or pass errors='exclude'",
             ErroredRunsWarning,
         )
-    frame = pd.DataFrame({"a": recs.agents, "e": recs.error})
-    per = frame.groupby("a", sort=False)["e"].agg(["sum", "size"])
     all_err = per[(per["sum"] == per["size"]) & (per["size"] > 0)]
     if len(all_err):
         ex = [f"{a} ({n} runs)" for a, n in all_err["size"].items()]
