@@ -433,8 +433,8 @@ def _nonfinite_draws(post: xr.Dataset) -> str | None:
     )
 
 
-#: the default fit's cap on the draws per chain (``hierbench.bayes._sampler._sampling.MAX_DRAWS``,
-#: which this module cannot import: the sampler imports it; a test holds the two equal)
+#: the default fit's cap on the draws per chain: the one owner (the sampler's ``MAX_DRAWS`` is this;
+#: the sampler imports the checks, so the value lives here)
 DEFAULT_MAX_DRAWS = 2000
 
 

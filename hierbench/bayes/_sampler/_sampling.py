@@ -57,6 +57,7 @@ from ..._base import fit_checks
 from ..._base import fit_record
 from ..._base import warn_user
 from ..._parallel import available_cores
+from .._checks._diagnostics import DEFAULT_MAX_DRAWS
 from .._checks._rankstats import elements
 from .._checks._rankstats import rank_diagnostics
 from .._checks._rankstats import tail_ess
@@ -83,8 +84,9 @@ __all__ = [
 
 #: bulk and tail ESS every posterior element must reach before the default fit stops drawing
 TARGET_ESS = 400
-#: cap on the draws per chain of the default fit
-MAX_DRAWS = 2000
+#: cap on the draws per chain of the default fit (owned where the diagnostics' advice reads it too:
+#: the checks cannot import the sampler)
+MAX_DRAWS = DEFAULT_MAX_DRAWS
 
 #: tuning steps per chain of the default fit (it starts near the mode)
 DEFAULT_TUNE = 300
