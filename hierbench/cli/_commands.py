@@ -182,7 +182,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from ..report import check_fit_data
 
     if fit is not None and data is not None:
-        check_fit_data(fit, data, fit_name=f"FIT {args.fit!r}", data_name=f"--data {args.data!r}")
+        with warnings.catch_warnings(record=True) as caught:  # a pair checked in part only: said on stderr
+            warnings.simplefilter("always")
+            check_fit_data(fit, data, fit_name=f"FIT {args.fit!r}", data_name=f"--data {args.data!r}")
+        say_warnings(warning_lines(caught), args)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -228,13 +228,14 @@ def _covariate_words(fit: xr.DataTree, design, counts_same: bool) -> str:
     return f"{same}; {which} differ{'s' if len(named) == 1 else ''} from the fit's"
 
 
-def _formula_diff(fit: xr.DataTree, data: xr.Dataset, want: str) -> tuple[bool, list[str]]:
-    """A formula fit against the design its formula makes of ``data``: (the same, why not).
+def _formula_diff(fit: xr.DataTree, data: xr.Dataset, want: str) -> tuple[bool, list[str], str | None]:
+    """A formula fit against the design its formula makes of ``data``: (the same, why not, why not rebuilt).
 
     A formula fit's fingerprint is its design's (:meth:`hierbench.data.ModelDesign.fingerprint`),
     not the counts': the design is rebuilt from the log with the fit's formula, family and levels.
     A design that cannot be rebuilt from the log (covariates given apart from it) is not compared
-    here; the report says it cannot compute the formula model's levels from this log. Where the
+    here: the third item says why, and :func:`check_fit_data` warns that only the agents, tasks
+    and counts were compared (a grade scale other than the fit's is refused before this). Where the
     scores are the fit's (its cells or runs, or for a binomial fit its counts' fingerprint), the
     covariates the formula reads are named as what differs.
     """
@@ -243,22 +244,22 @@ def _formula_diff(fit: xr.DataTree, data: xr.Dataset, want: str) -> tuple[bool, 
 
     opts = fit_record(fit, "hierbench_spec").get("options", {})
     if "formula" not in opts or not want:
-        return False, []
+        return False, [], None
     try:
         with warnings.catch_warnings():  # the design's own notices were given when it was fitted
             warnings.simplefilter("ignore")
             design = rebuilt_design(fit, data)
-    except (HierbenchError, ValueError, KeyError):
-        return False, []
+    except (HierbenchError, ValueError, KeyError) as exc:
+        return False, [], str(exc) or type(exc).__name__
     if design.fingerprint() == want:
-        return True, []
+        return True, [], None
     cells = _formula_cells(fit, data)
     same_counts = fit.attrs.get(COUNTS_HASH) == counts_fingerprint(data)  # hashed once
     if cells == "" or (cells is None and opts.get("family") == "binomial" and same_counts):
         cells = _covariate_words(fit, design, same_counts)
     return False, [f"the formula model's design built from the data ({opts['formula']!r}, family "
                    f"{opts['family']}) is not the fit's: "
-                   + (cells or "other scores, runs or covariates")]  # fmt: skip
+                   + (cells or "other scores, runs or covariates")], None  # fmt: skip
 
 
 def _formula_cells(fit: xr.DataTree, data: xr.Dataset, shown: int = 3) -> str | None:
@@ -475,6 +476,78 @@ def _check_battles(fit: xr.DataTree, data: xr.Dataset, fit_name: str, data_name:
     )
 
 
+def _grades_text(values) -> str:
+    """A grade scale or some scores as the user writes them: ``1, 2, 3`` (labels as they are)."""
+    return ", ".join(v if isinstance(v, str) else f"{float(v):g}" for v in values)
+
+
+def _grade_scale_diff(fit: xr.DataTree, data: xr.Dataset) -> str | None:
+    """Why the data's scores are not grades of an ordinal formula fit's scale (None: they are, or no such fit).
+
+    An ordinal fit of ``score`` records its grade scale (spec ``options.levels``): the scale the
+    log's score was read on (``attrs["score_levels"]``) must be that one, and a log read without a
+    scale (scores in [0, 1]) must hold only grades of it (a fit given ``levels`` on such a log).
+    The same file read on another scale (other ``score_levels``, or already scaled to [0, 1]) gives
+    the other half of a report other numbers, which a design that cannot be rebuilt does not say.
+    """
+    from ..data import labels_attr
+    from ..data import levels_attr
+
+    opts = fit_record(fit, "hierbench_spec").get("options", {})
+    formula, levels = opts.get("formula"), opts.get("levels")
+    if opts.get("family") != "ordinal" or not formula or levels is None or "score" not in data.data_vars:
+        return None
+    if str(formula).split("~", 1)[0].strip() != "score":
+        return None  # another response: the score's scale is not the model's
+    scale = np.asarray(levels, dtype=float)
+    recorded = levels_attr(data.attrs)
+    if recorded is not None:
+        theirs = np.asarray(recorded, dtype=float)
+        if theirs.shape == scale.shape and np.array_equal(theirs, scale):
+            return None
+        theirs = f"the data's were read as the grades {_grades_text(theirs)} (`score_levels`)"
+    else:
+        v = np.asarray(data["score"].values, dtype=float)
+        off = np.unique(v[np.isfinite(v) & ~np.isin(v, scale)])
+        if not off.size:
+            return None  # every score is a grade of the fit's scale
+        theirs = (f"the data's were read without a grade scale (no `score_levels`: scores in [0, 1], e.g. "
+                  f"{_grades_text(off[:3])}, which are not grades of the fit's scale)")  # fmt: skip
+    words = labels_attr(fit.attrs) or [float(x) for x in scale]
+    remedy = "[" + ", ".join(repr(w) if isinstance(w, str) else f"{w:g}" for w in words) + "]"
+    return (f"the fit's ordinal model reads the scores as the grades {_grades_text(scale)} and {theirs}. Give the "
+            f"log the fit was made from, read on the fit's grade scale (`score_levels={remedy}`)")  # fmt: skip
+
+
+def _check_grades(fit: xr.DataTree, data: xr.Dataset, fit_name: str, data_name: str, *, scale: bool) -> None:
+    """Refuse grades labelled otherwise in the two (``scale``: a log read on another grade scale than an ordinal fit's)."""
+    from ..data import labels_attr
+
+    named = (labels_attr(fit.attrs), labels_attr(data.attrs))
+    if not scale and None not in named and named[0] != named[1]:  # the same numbers, other words: hashes cannot tell
+        why = f"the fit's grades are labelled {named[0]!r} and the data's {named[1]!r} (attrs['score_labels'])"
+    else:
+        why = _grade_scale_diff(fit, data) if scale else None
+    if why:
+        raise FitDataMismatchError(f"{fit_name} and {data_name} are not the same evaluation: {why}")
+
+
+def _warn_unchecked(fit_name: str, data_name: str, why: str, cells: bool) -> None:
+    """Say that a formula fit's design could not be rebuilt from the log, so the pair was checked in part only."""
+    from .._base import OUTSIDE_PACKAGE
+    from .._base import HierbenchWarning
+
+    what = "agents, tasks and counts per cell" if cells else "agents and tasks"
+    warnings.warn(
+        f"{fit_name} and {data_name}: the formula model's design could not be rebuilt from the data ({why}); "
+        f"only their {what} were compared, so this may not be the log the fit was made from (give the log "
+        "the fit was made from, read with the same options and covariates)",
+        HierbenchWarning,
+        stacklevel=2,
+        skip_file_prefixes=OUTSIDE_PACKAGE,
+    )
+
+
 def check_fit_data(
     fit: xr.DataTree,
     data: xr.Dataset,
@@ -502,10 +575,20 @@ def check_fit_data(
         counts differ and, when the fit's model has task clusters, tasks the
         data gives no cluster or another one, with the two fingerprints; or
         grades written as words labelled differently in the two
-        (``attrs["score_labels"]``).
+        (``attrs["score_labels"]``); or, beside an ordinal formula fit of
+        ``score``, a log read on another grade scale (``attrs["score_levels"]``
+        other than the fit's ``levels``, or scores in [0, 1] that are not grades
+        of that scale), naming both scales.
         For battles: a battle log beside a fit of a run log (or the other way
         round), or battles whose pair counts are not the ones the Bradley-Terry
         fit records (its fingerprint, with the battles and pairs that differ).
+
+    Warns
+    -----
+    HierbenchWarning
+        When a formula fit's design cannot be rebuilt from ``data`` (covariates
+        given apart from it, or not read): only the agents, tasks and counts
+        were compared.
 
     Examples
     --------
@@ -519,23 +602,17 @@ def check_fit_data(
     hierbench.report._match.FitDataMismatchError: `fit` and `data` are not the same evaluation: 2 agents only in the fit (['x', 'y']); 2 agents only in the data (['agent_00', 'agent_01'])...)
     """
     from ..bayes import data_hash
-    from ..data import labels_attr
     from ..data import to_counts
 
-    named = (labels_attr(fit.attrs), labels_attr(data.attrs))
-    if None not in named and named[0] != named[1]:  # the same numbers, other words: hashes cannot tell
-        raise FitDataMismatchError(
-            f"{fit_name} and {data_name} are not the same evaluation: the fit's grades are labelled "
-            f"{named[0]!r} and the data's {named[1]!r} (attrs['score_labels'])"
-        )
-
+    _check_grades(fit, data, fit_name, data_name, scale=False)
     if battles_fit(fit) or is_battles(data):
         return _check_battles(fit, data, fit_name, data_name)
+    _check_grades(fit, data, fit_name, data_name, scale=True)
     want = str(fit.attrs.get("hierbench_data_hash", ""))
     counts = to_counts(data) if "score" in data else data
     got = data_hash(counts) if {"n_runs", "n_success"} <= set(counts.data_vars) else ""
     kind = _score_kind_diff(fit, data)
-    same, formula = _formula_diff(fit, data, want) if not kind else (False, [])
+    same, formula, unbuilt = _formula_diff(fit, data, want) if not kind else (False, [], None)
     if not kind and (same or (want and got and want == got)):
         return
     fc = _fit_counts(fit)
@@ -552,8 +629,10 @@ def check_fit_data(
         why += _cell_diff(fc, counts)
     clusters = _cluster_diff(fit, counts)
     why = kind + why + (formula if not why else [])  # other agents or tasks: a design differs anyway
-    if not why + clusters:
-        return  # the same agents, tasks and counts (labels in another order); clusters the fit does not use
+    if not why + clusters:  # the same agents, tasks and counts (labels in another order); clusters the fit does not use
+        if unbuilt:  # a formula fit whose design this log cannot make: said, never passed in silence
+            _warn_unchecked(fit_name, data_name, unbuilt, fc is not None)
+        return
     prints = f" (fingerprints {want[:12]} and {got[:12]})" if want and got else ""
     raise FitDataMismatchError(
         f"{fit_name} and {data_name} are not the same evaluation: "
