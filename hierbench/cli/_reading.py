@@ -434,8 +434,19 @@ def _add_columns(p: argparse.ArgumentParser) -> None:
     r.add_argument("--scorer", default=None, help="Inspect logs: which scorer is the score")
 
 
+def _levels_remedy(m: re.Match) -> str:
+    """``score_levels=[1, 2, 3]`` (or ``['no', 'yes']``) -> ``--levels 1,2,3``: the scale as the flag takes it."""
+    return "--levels " + ",".join(v.strip().strip("'\"") for v in m.group(1).split(","))
+
+
 #: Python remedies in library messages, said as the flags that do the same.
 _REMEDIES = (
+    (r"`?\bscore_levels=\[([^\]`]*)\]`?", _levels_remedy),
+    # a sampler option's None is its flag left out, never "--draws None" (which the parser refuses)
+    (r"`?\bdraws=None`? draws to", "leave --draws out to draw to"),
+    (r"`?\b(draws|tune)=None`?", r"--\1 left out"),
+    # as_rng's "`rng` seed must be": the flag is --seed already
+    (r"`rng` seed must be a non-negative int\b", "--seed must be a non-negative integer"),
     (r"`?error_values=\{[^}`]*\}`?", "--error-values VALUE=error or VALUE=ok (repeatable)"),
     (r"`?error_values='nonempty'`?", "--error-values nonempty"),
     (r"`?overwrite=True`?(?: \(CLI: --overwrite\))?", "--overwrite"),
@@ -500,6 +511,8 @@ def _user_words(msg: str, args: argparse.Namespace) -> str:
     # "counted in attrs['n_repeated_records']" -> "counted in n_repeated_records of `hierbench validate --json`"
     msg = re.sub(r"\battrs\[(['\"])(\w+)\1\]", _attrs_remedy, msg)
     for name, flag in _FLAG_OF.items():
+        # a checked value, "got n_resamples=0" -> "got --resamples 0"
+        msg = re.sub(rf"\bgot {name}=", f"got {flag} ", msg)
         if name in _ASSIGNABLE:  # a remedy `name='value'` -> "--flag value"
             msg = re.sub(rf"`?\b{name}=(['\"]?)([\w.-]+)\1`?", rf"{flag} \2", msg)
         else:  # a column named in quotes and backticks, `run='trial'` -> "--run trial"

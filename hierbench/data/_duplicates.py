@@ -148,7 +148,7 @@ def _copies_error(df: pd.DataFrame, keys: pd.Series, dup: np.ndarray, where: str
         f"duplicate records{where}: {rows.size} of {len(df)} records repeat an earlier "
         f"record in every column (e.g. rows (first, copy) {_fmt_list(pairs, 5)}) and "
         f"there is no run column: {why}. Counting them would add runs that never "
-        "happened. Read the log once, give the run or epoch column (run=...), pass "
+        "happened. Read the log once, give the run or epoch column (`run`), pass "
         "duplicates='drop' to keep one of each set of identical records (right when "
         "each run's record is unique, e.g. carries a run id), or duplicates='keep' "
         "if they are distinct runs"

@@ -367,7 +367,7 @@ def _copies_error(source: str, n_copies: int, n_read: int, why: str) -> EvalData
     return EvalDataError(
         f"duplicate records in {source}: {n_copies} of {n_read} records repeat an earlier record "
         f"in every column and there is no run column: {why}. Counting them would add runs that "
-        "never happened. Read the log once, give the run or epoch column (run=...), pass "
+        "never happened. Read the log once, give the run or epoch column (`run`), pass "
         "duplicates='drop' to keep one of each set of identical records (right when each run's "
         "record is unique, e.g. carries a run id), or duplicates='keep' if they are distinct runs"
     )

@@ -385,13 +385,25 @@ def _glyphs_note(ctx: _Context) -> str:
     )
 
 
-#: the abilities, ranks and pairs of a battle log given without a fit
+#: the abilities, ranks and pairs of a battle log given without a fit ({unit}: what the ML bootstrap resamples)
 BATTLES_NO_FIT = (
     "A battle log alone: the Bayesian abilities, ranks and pairwise probabilities need a Bradley-Terry fit "
-    "of it in Python (hierbench.bayes.build_bradley_terry, then hierbench.bayes.fit; the command line fits "
-    "run logs only); hierbench.freq.fit_bradley_terry_ml gives the abilities and rank intervals under "
-    "resampling of the prompts."
+    "of it: from the command line `hierbench fit LOG --battles -o FIT`, then `hierbench report FIT --data LOG "
+    "--battles` (with the same battle flags); in Python hierbench.bayes.build_bradley_terry, then "
+    "hierbench.bayes.fit. hierbench.freq.fit_bradley_terry_ml gives the abilities and rank intervals under "
+    "resampling of the {unit}, with its defaults (Davidson ties, no first-position advantage); beside a fit it "
+    "fits the fit's model, so from the command line `hierbench fit` with --ties none (battles that cannot end "
+    "in a tie) or --home (an advantage of the first-shown agent) sets the model of both halves."
 )
+
+
+def battles_no_fit(battles: xr.Dataset) -> str:
+    """``BATTLES_NO_FIT`` for these battles: the ML bootstrap resamples prompts where they carry them, else battles.
+
+    ``fit_bradley_terry_ml``'s ``resample="auto"``: tasks (prompts) when the battles carry a
+    ``task`` variable (``read_battles(task=...)``, the command line's ``--prompt``).
+    """
+    return BATTLES_NO_FIT.format(unit="prompts" if "task" in battles.variables else "battles")
 #: the sections that read a run log's scores (agent x task x run): a report of battles says so in each
 RUN_LOG_ONLY = {
     "pass-k": "pass^k applies to run logs (a 0/1 score per agent, task and run), not to battles.",
@@ -410,7 +422,7 @@ def _run_section(ctx: _Context, rep: Report, sid: str) -> None:
     if sid in ("abilities", "ranks", "pairwise") and ctx.battles is not None and ctx.fit is None:
         # battles hold no paired tests: the heading names what a fit would give (was: "...and paired tests")
         title = pairs_title(True, False) if sid == "pairwise" else _TITLES[sid]
-        rep.section(title, id=sid, note=BATTLES_NO_FIT)
+        rep.section(title, id=sid, note=battles_no_fit(ctx.battles))
         return
     try:
         with warnings.catch_warnings(record=True) as caught:
