@@ -130,8 +130,10 @@ def separated_pairs(x: np.ndarray | None, dist: np.ndarray | None, prob: float) 
 
     Bayes: P(a > b) above ``(1 + prob) / 2`` or below ``(1 - prob) / 2`` (the pairwise
     section's probabilities). ML: the percentile interval of the resampled difference a - b
-    excludes 0; a resample without a finite MLE counts as the ML intervals count it
-    (``_bounds_with_undefined``), and a pair whose bound it decides is ``undefined``.
+    excludes 0; ``dist`` is the fit's ``relative_distribution``, whose differences are
+    defined in a resample that left other agents out. A resample where a or b is absent or
+    has no finite MLE counts as the ML intervals count it (``_bounds_with_undefined``),
+    and a pair whose bound it decides is ``undefined``.
     """
     from ..freq import _bounds_with_undefined
 
@@ -149,6 +151,22 @@ def separated_pairs(x: np.ndarray | None, dist: np.ndarray | None, prob: float) 
         out["ml"] = int(((lo > 0) | (hi < 0)).sum())
         out["ml_undefined"] = int((np.isnan(lo) | np.isnan(hi)).sum())
     return out
+
+
+def _relative(res, agents: list[str]) -> np.ndarray:
+    """The ML resamples (resample x agent) whose differences a - b are defined where both agents are present."""
+    dist = res.relative_distribution if res.relative_distribution is not None else res.distribution
+    return dist.reindex(agent=agents).values  # in the table's order; an agent it lacks: NaN
+
+
+def _ml_separated(ctx: _Context, res, agents: list[str], mlab: str) -> str:
+    """The sentence on the pairs the ML bootstrap separates (for the section without a Bayesian fit)."""
+    sep = separated_pairs(None, _relative(res, agents), ctx.prob)
+    undefined = (f"; {sep['ml_undefined']:,} pairs' interval is undefined (resamples where one of the two is absent "
+                 "or has no finite MLE decide a bound)") if sep["ml_undefined"] else ""  # fmt: skip
+    return (f"Of the {sep['pairs']:,} pairs of agents, {sep['ml']:,} are separated by the ML bootstrap: its {mlab} "
+            f"interval of the difference a - b, defined in each resample where both agents are present, excludes "
+            f"0{undefined}.")  # fmt: skip
 
 
 def _ml_columns(res, agents: list[str]) -> tuple[pd.DataFrame, str]:
@@ -234,6 +252,10 @@ def _text(ctx, table, res, said, model_words, bayes, labels, texts) -> str:
         out.append("fit_bradley_terry_ml warned: " + " ".join(s.rstrip(".") + "." for s in said))
     if ok and blab is not None:
         out += _comparison(ctx, table, res, bayes[0], mlab)
+    elif ok:
+        out.append(_ml_separated(ctx, res, [str(a) for a in table.index], mlab))
+    if few and res.attrs.get("resample") == "task":
+        out.append(f"Even the bootstrap's intervals may be too narrow: {few}.")
     rows = order_words(ctx) if blab is not None else "agents by ML estimate, highest first"
     out.append(f"Rows: {rows}.")
     return " ".join(out)
@@ -243,18 +265,17 @@ def _comparison(ctx: _Context, table: pd.DataFrame, res, x: pd.DataFrame, mlab: 
     """Sentences on the ratio of widths and the pairs each separates, and what the reader should take."""
     ratio = table["width ratio (ML / Bayes)"]
     fin = ratio[np.isfinite(ratio)]
-    if fin.empty:
-        return ["No agent has both intervals finite: the widths cannot be compared."]
     agents = [str(a) for a in table.index]
-    dist = res.distribution.reindex(agent=agents).values  # in the table's order; an agent it lacks: NaN
-    sep = separated_pairs(x[agents].values, dist, ctx.prob)
+    sep = separated_pairs(x[agents].values, _relative(res, agents), ctx.prob)
+    undefined = f" ({sep['ml_undefined']} pairs' ML bound undefined)" if sep["ml_undefined"] else ""
+    pairs = (f"Of the {sep['pairs']:,} pairs of agents, {sep['bayes']:,} are separated by the Bayesian fit "
+             f"(P(a > b) above {(1 + ctx.prob) / 2:.3g} or below {(1 - ctx.prob) / 2:.3g}) and {sep['ml']:,} by the "
+             f"ML bootstrap (its {mlab} interval of the difference excludes 0){undefined}.")  # fmt: skip
+    if fin.empty:
+        return ["No agent has both intervals finite: the widths cannot be compared.", pairs]
     med = float(fin.median())
     out = [f"The ML interval is a median {med:.2f}x as wide as the Bayesian one (from {fin.min():.2f}x to "
-           f"{fin.max():.2f}x; wider for {int((fin > 1).sum())} of {fin.size} agents)."]  # fmt: skip
-    undefined = f" ({sep['ml_undefined']} pairs' ML bound undefined)" if sep["ml_undefined"] else ""
-    out.append(f"Of the {sep['pairs']:,} pairs of agents, {sep['bayes']:,} are separated by the Bayesian fit "
-               f"(P(a > b) above {(1 + ctx.prob) / 2:.3g} or below {(1 - ctx.prob) / 2:.3g}) and {sep['ml']:,} by the "
-               f"ML bootstrap (its {mlab} interval of the difference excludes 0){undefined}.")  # fmt: skip
+           f"{fin.max():.2f}x; wider for {int((fin > 1).sum())} of {fin.size} agents).", pairs]  # fmt: skip
     by_task = res.attrs.get("resample") == "task"
     if not by_task:
         out.append("The bootstrap resamples single battles, taken as independent as the Bayesian model takes "
@@ -271,6 +292,4 @@ def _comparison(ctx: _Context, table: pd.DataFrame, res, x: pd.DataFrame, mlab: 
     else:
         out.append("The prompt bootstrap's intervals are the narrower here: no sign that battles sharing a prompt "
                    "make the Bayesian ones too narrow.")  # fmt: skip
-    if by_task and res.attrs.get("few_clusters"):
-        out.append(f"Even the bootstrap's intervals may be too narrow: {res.attrs['few_clusters']}.")
     return out

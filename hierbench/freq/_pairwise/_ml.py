@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -86,8 +87,8 @@ _DECIDED = "resamples without a finite MLE decide it"
 _HOW_UNDEFINED_ENTER = (
     "an ability they send to +inf (-inf) enters the percentile there, one they leave undefined "
     "counts at the unfavourable end of each bound, and a bound they decide is NaN; a resample that "
-    "left agents out is refitted on the agents present for home, nu and the abilities relative to "
-    "a reference present"
+    "left agents out is refitted on the agents present for home, nu, the abilities relative to "
+    "a reference present and the differences between present agents (relative_distribution)"
 )
 
 #: Elo points per logit: 400 points are 10x odds.
@@ -118,7 +119,8 @@ class BradleyTerryMLResult(ResampledResult):
         counts them by cause). A resample that leaves agents out is refitted
         on the agents present: home, nu and the abilities relative to a
         ``reference`` present are defined there; abilities centred on the
-        mean of all agents are not.
+        mean of all agents are not (their differences are:
+        ``relative_distribution``).
     ability : DataArray (agent)
         Logit abilities (the Bayesian model's ``ability`` scale).
     standard_error : DataArray (agent)
@@ -138,6 +140,14 @@ class BradleyTerryMLResult(ResampledResult):
     distribution : DataArray (resample, agent)
         Resampled abilities on ``scale``; where the resample had no finite
         MLE, +inf / -inf where the direction is known, NaN where undefined.
+    relative_distribution : DataArray (resample, agent)
+        Resampled abilities whose differences ``a - b`` within a resample
+        are the resampled differences, for pairwise intervals: equal to
+        ``distribution`` except in a resample that left agents out, where
+        the agents present hold their refit (relative to the reference, or
+        centred on their own mean when abilities sum to zero) and the absent
+        ones NaN. So ``a - b`` is undefined only where ``a`` or ``b`` is
+        absent or has no finite MLE.
     n_comparisons : int
     loglik : float
     n_undefined : int
@@ -161,7 +171,9 @@ class BradleyTerryMLResult(ResampledResult):
     n_comparisons: int = 0
     loglik: float = np.nan
     n_undefined: int = 0
+    relative_distribution: xr.DataArray | None = None
     attrs: dict = field(default_factory=dict)
+    _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution", "relative_distribution")
 
     def to_frame(self) -> pd.DataFrame:
         """One row per agent: ability and interval, rank interval, and home and nu with theirs.
@@ -478,6 +490,8 @@ class _Boot:
     ability is +-inf where its direction is known and NaN where it is undefined, as are
     home and nu (nu is +inf where no battle was decisive); ``rmin`` / ``rmax`` bound the
     ranks there (equal elsewhere). ``absent`` counts the resamples each agent was absent from.
+    ``pair`` holds the present agents' refit in the rows ``refit`` marks (a resample that
+    left agents out), whose differences stay defined where ``dist``'s centre does not.
     """
 
     dist: np.ndarray
@@ -487,6 +501,8 @@ class _Boot:
     rmax: np.ndarray
     cause: np.ndarray
     absent: np.ndarray
+    pair: np.ndarray
+    refit: np.ndarray
 
     @classmethod
     def empty(cls, n_resamples: int, m: int) -> _Boot:
@@ -499,7 +515,13 @@ class _Boot:
             nan.copy(),
             np.full(n_resamples, -1, dtype=np.int8),
             np.zeros(m, dtype=np.int64),
+            nan.copy(),
+            np.zeros(n_resamples, dtype=bool),
         )
+
+    def relative(self) -> np.ndarray:
+        """``dist`` with the present agents' refit in the rows that left agents out: differences a - b."""
+        return np.where(self.refit[:, None], self.pair, self.dist)
 
     @property
     def n_undefined(self) -> int:
@@ -534,9 +556,10 @@ def _refit_present(b: _Battles, st: _Settings, cnt: np.ndarray, absent: np.ndarr
     """Refit a resample that left agents out on the agents present, where their MLE is finite.
 
     Home and nu are then defined (they need no absent agent), as are the abilities
-    relative to a ``reference`` that is present, and the ranks up to the absent agents
-    (each could stand anywhere: the rank range widens by their number). Abilities
-    centred on the mean of all agents stay undefined.
+    relative to a ``reference`` that is present, the differences between present agents
+    (``pair``: relative to the reference, or centred on the present agents' mean), and
+    the ranks up to the absent agents (each could stand anywhere: the rank range widens
+    by their number). Abilities centred on the mean of all agents stay undefined.
     """
     keep = np.flatnonzero(~absent)
     cells = cnt.sum(1) > 0
@@ -555,9 +578,11 @@ def _refit_present(b: _Battles, st: _Settings, cnt: np.ndarray, absent: np.ndarr
     boot.home[row] = f.home if st.home else 0.0
     if st.ties == "davidson":
         boot.nu[row] = np.exp(f.log_nu) if ties == "davidson" else 0.0
+    th = f.theta - (f.theta[ref] if ref >= 0 else f.theta.mean())
+    th = th if st.scale == "logit" else st.center + ELO_PER_LOGIT * th
+    boot.pair[row, keep], boot.refit[row] = th, True
     if ref >= 0:
-        th = f.theta - f.theta[ref]
-        boot.dist[row, keep] = th if st.scale == "logit" else st.center + ELO_PER_LOGIT * th
+        boot.dist[row, keep] = th
     rank = _ranks(f.theta[None])[0]
     boot.rmin[row, keep], boot.rmax[row, keep] = rank, rank + absent.sum()
 
@@ -653,11 +678,28 @@ def _warn_undefined(res: BradleyTerryMLResult, boot: _Boot) -> None:
     if nan_ci.any() or extra:
         what = [f"{int(nan_ci.sum())} of {nan_ci.size} agents"] if nan_ci.any() else []
         text += (
-            f". Here they leave {', '.join(what + extra)} without an interval (NaN). Battles that carry "
-            "tasks can be resampled one by one (resample='battles', taken as independent); "
+            f". Here they leave {', '.join(what + extra)} without an interval (NaN). {_reference_remedy(res, boot)}"
+            "Battles that carry tasks can be resampled one by one (resample='battles', taken as independent); "
             "hierbench.bayes.build_bradley_terry keeps every ability finite through its prior"
         )
     warn_user(text, NoFiniteMLEWarning)
+
+
+def _reference_remedy(res: BradleyTerryMLResult, boot: _Boot) -> str:
+    """The remedy that keeps the task bootstrap where agents were absent: a reference present in every resample."""
+    if not boot.absent.any():
+        return ""
+    agents = [str(a) for a in res.estimate["agent"].values]
+    ref = res.attrs.get("reference")
+    always = [a for a, k in zip(agents, boot.absent, strict=True) if k == 0]
+    if ref in agents and ref in always:
+        return ""
+    example = f" (e.g. {always[0]!r})" if always else ""
+    return (
+        f"Passing reference= an agent present in every resample{example} keeps this bootstrap and defines each "
+        "ability relative to it; the differences between agents present in a resample are defined either "
+        "way (relative_distribution). "
+    )
 
 
 def _wald_se(fit: _Fit, st: _Settings):
@@ -728,6 +770,9 @@ def _bt_result(b, st: _Settings, fit, boot: _Boot, interval: str, unit: str, pro
         rank=est.copy(deep=False, data=_ranks(est_v[None])[0]).rename("rank"),
         distribution=xr.DataArray(
             boot.dist, dims=("resample", "agent"), coords=est.coords, attrs=on_scale
+        ),
+        relative_distribution=xr.DataArray(
+            boot.relative(), dims=("resample", "agent"), coords=est.coords, attrs=on_scale
         ),
         home=xr.DataArray(home_v, name="home", attrs=logit) if st.home else None,
         home_se=xr.DataArray(home_se, name="home_se", attrs=logit) if st.home else None,
