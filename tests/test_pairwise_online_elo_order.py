@@ -1,7 +1,7 @@
 """freq.online_elo: a rating in the order given outside its own range over random orders is named and warned.
 
 Independent references: Elo's update replayed by a plain Python loop, a seeded simulation of random orders with
-its own permutations (Monte Carlo tolerance stated), numpy's quantile with each order left out by ``np.delete``,
+its own permutations (Monte Carlo tolerance stated), the p-value's statistic (summed squared z-scores over all orders) by hand, a seeded null simulation,
 and pandas from the raw LLMFAO CSV (the file's battles grouped by prompt).
 """
 
@@ -62,19 +62,45 @@ def test_an_atypical_order_is_warned_naming_the_agents_and_the_repr_says_the_ran
     assert "; outside its range" in next(line for line in text.splitlines() if line.split()[1:2] == ["A"])
 
 
-def test_the_p_value_counts_random_orders_judged_against_the_others():
-    """By hand from by_order: each random order against numpy's quantiles of the other orders (np.delete)."""
-    df = _streaky()
+def _elo_battles():
+    g = np.random.default_rng(11)
+    ags, th = list("ABCDE"), np.linspace(1, -1, 5)
+    rows = []
+    for _ in range(60):
+        a, b = g.choice(5, 2, replace=False)
+        rows.append((ags[a], ags[b], "left" if g.random() < 1 / (1 + np.exp(th[b] - th[a])) else "right"))
+    return read_battles(pd.DataFrame(rows, columns=["left", "right", "winner"]), duplicates="keep")
+
+
+def test_online_elo_p_is_summed_squared_z_scores_over_all_orders_by_hand():
+    ds = _elo_battles().isel(comparison=np.random.default_rng(1).permutation(60))
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", HierbenchWarning)
-        r = online_elo(read_battles(df), n_orders=60, rng=11)
-    X = r.by_order.values
-    counts = []
-    for o in range(X.shape[0]):
-        lo, hi = np.quantile(np.delete(X, o, axis=0), [0.025, 0.975], axis=0)
-        counts.append(int(((X[o] < lo) | (X[o] > hi)).sum()))
-    k0 = len(r.attrs["outside_range"])
-    assert r.attrs["outside_range_p"] == pytest.approx((1 + sum(c >= k0 for c in counts)) / (X.shape[0] + 1))
+        warnings.simplefilter("ignore")
+        r = online_elo(ds, k=16, n_orders=39, rng=2)
+    R = np.vstack([r.estimate.values[None], r.by_order.values])
+    z = (R - R.mean(0)) / R.std(0)
+    t = (z**2).sum(1)
+    assert r.attrs["outside_range_p"] == pytest.approx((t >= t[0]).sum() / 40)
+
+
+def test_online_elo_p_holds_its_level_and_is_near_uniform_for_a_random_order():
+    """The given order a random permutation of fixed battles: exchangeable with the random orders.
+
+    200 seeded replicates, 19 random orders each, so p lies on k / 20 and, uniform, P(p <= 0.05) = 0.05
+    and P(p <= 0.5) = 0.5; Monte Carlo SEs 0.015 and 0.035. The old count-of-agents-outside statistic
+    gave p = 1 most of the time (P(p <= 0.5) = 0.31 in this set-up with 300 replicates).
+    """
+    ds = _elo_battles()
+    g = np.random.default_rng(5)
+    ps = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(200):
+            r = online_elo(ds.isel(comparison=g.permutation(60)), k=16, n_orders=19, rng=int(g.integers(2**31)))
+            ps.append(r.attrs["outside_range_p"])
+    ps = np.array(ps)
+    assert np.mean(ps <= 0.05) <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 200)
+    assert abs(np.mean(ps <= 0.5) - 0.5) <= 3 * np.sqrt(0.25 / 200)
 
 
 def test_a_random_order_is_not_called_atypical():
