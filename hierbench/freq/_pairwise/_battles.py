@@ -7,6 +7,8 @@ and bootstrap resamples of battles or of tasks become blocks of resampled counts
 
 from __future__ import annotations
 
+import re
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +18,10 @@ from scipy import sparse
 
 from ..._base import SOURCE_COLUMN
 from ..._base import HierbenchError
+from ...data import EvalDataError
+from ...data import SimilarLabelsWarning
 from ...data import check_pairwise
+from ...data import from_pair_counts
 from ...data import oriented_cells
 from .._kernels import few_clusters_attrs
 from .._kernels import weight_blocks
@@ -65,15 +70,13 @@ def _battles(pairs: xr.Dataset) -> _Battles:
         column_name = str(tv.attrs.get(SOURCE_COLUMN, "task")) if tv is not None else None
         return _Battles(agents, ca, cb, counts, first, column, task, column_name)
     if "pair" in pairs.dims and {"n_win_a", "n_tie", "n_win_b"} <= set(pairs.data_vars):
-        agents = [str(x) for x in pairs["agent"].values]
+        agents = _check_pair_counts(pairs)
         index = {a: i for i, a in enumerate(agents)}
         ia = np.array([index[str(x)] for x in pairs["agent_a"].values], dtype=np.int64)
         ib = np.array([index[str(x)] for x in pairs["agent_b"].values], dtype=np.int64)
         counts = np.stack(
             [pairs[v].values.astype(float) for v in ("n_win_a", "n_tie", "n_win_b")], axis=1
         )
-        if (counts < 0).any() or not np.isfinite(counts).all():
-            raise HierbenchError("`pairs`: counts must be finite and non-negative")
         first = bool(int(pairs.attrs.get("first_position", 0)))
         return _Battles(agents, ia, ib, counts, first, None, None)
     raise HierbenchError(
@@ -81,6 +84,48 @@ def _battles(pairs: xr.Dataset) -> _Battles:
         f"or pair counts (dim 'pair', from to_pair_counts / from_pair_counts); got dims "
         f"{dict(pairs.sizes)} and variables {list(pairs.data_vars)}"
     )
+
+
+def _check_pair_counts(pairs: xr.Dataset) -> list[str]:
+    """Run :func:`hierbench.data.from_pair_counts`' rules on a pair-counts dataset; return its agents.
+
+    Its rules (counts non-negative integers, ``agent_a`` != ``agent_b``, both in the
+    ``agent`` coord) have one owner, that reader: a hand-built or edited dataset is
+    read through it, its messages kept, with the pairs of the rows they name.
+    """
+    if "agent" not in pairs.coords or {"agent_a", "agent_b"} - set(pairs.variables):
+        raise HierbenchError(
+            "`pairs` (pair counts, dim 'pair') needs `agent_a` and `agent_b` along 'pair' and an `agent` coord "
+            f"(as to_pair_counts / from_pair_counts make them); got variables {list(pairs.variables)}"
+        )
+    agents = [str(x) for x in pairs["agent"].values]
+    cols = {v: pairs[v].values for v in ("n_win_a", "n_tie", "n_win_b")}
+    a, b = (np.array([str(x) for x in pairs[v].values], dtype=object) for v in ("agent_a", "agent_b"))
+    df = pd.DataFrame({"agent_a": a, "agent_b": b, **cols})
+    try:
+        with warnings.catch_warnings():  # labels that look alike were warned of where they were read
+            warnings.simplefilter("ignore", SimilarLabelsWarning)
+            from_pair_counts(df, agent_a="agent_a", agent_b="agent_b", wins_a="n_win_a", wins_b="n_win_b",
+                             ties="n_tie", agents=agents)  # fmt: skip
+    except EvalDataError as e:
+        msg = str(e).partition(" (Rows are")[0].rstrip(".")  # the rows note comes again at the end
+        named = re.search(r"rows \[([0-9, ]*)", msg)
+        rows = [int(r) for r in named.group(1).replace(" ", "").split(",") if r] if named else []
+        if not rows:  # the rule named agents missing from the coord: the pairs that hold them
+            known = set(agents)
+            rows = [r for r in range(len(a)) if a[r] not in known or b[r] not in known]
+        which = f"; the pairs (agent_a, agent_b): {_fmt_pairs([(a[r], b[r]) for r in rows])}" if rows else ""
+        raise EvalDataError(
+            f"`pairs` (pair counts, dim 'pair'; a row is a pair, counted from 0 along 'pair', and `agents` "
+            f"its `agent` coord) breaks a rule of from_pair_counts: {msg}{which}"
+        ) from None
+    return agents
+
+
+def _fmt_pairs(pairs: list[tuple[str, str]], limit: int = 10) -> str:
+    """The first ``limit`` pairs as ``[('A', 'B'), ...]``, with how many more."""
+    more = f", ... ({len(pairs) - limit} more)" if len(pairs) > limit else ""
+    return f"[{', '.join(repr(p) for p in pairs[:limit])}{more}]"
 
 
 def _fast_codes(pairs: xr.Dataset) -> tuple[list[str], np.ndarray, np.ndarray] | None:
