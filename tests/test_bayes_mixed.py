@@ -190,6 +190,7 @@ def test_prior_predictive_thresholds_are_ordered_order_statistics():
     the sampled thresholds' prior and moves them back: their law does not depend on it), whose means come
     from scipy's quadrature of the order-statistic densities. 4000 draws: the
     Monte Carlo sd of each mean is at most 5 x 0.75 / sqrt(4000) = 0.06; tolerance 0.3 (5 sd).
+    The thresholds and the grades come from one forward pass (one compile, not two).
     """
     import pymc as pm
     from scipy import stats
@@ -199,12 +200,12 @@ def test_prior_predictive_thresholds_are_ordered_order_statistics():
     ds = xr.Dataset({"rating": (("agent", "task", "run"), grades)},
                     coords={"agent": list("abcd"), "temp": ("agent", ["cold", "warm"] * 2)})  # fmt: skip
     m = bayes.build_mixed(ds, "rating ~ temp + (1|task)", family="ordinal")
-    th = pm.sample_prior_predictive(draws=4000, model=m, random_seed=5, var_names=["thresholds"])["prior"]
-    th = th["thresholds"].values.reshape(-1, 4)
+    prior = pm.sample_prior_predictive(draws=4000, model=m, random_seed=5, var_names=["thresholds", "y"])
+    th = prior["prior"]["thresholds"].values.reshape(-1, 4)
     assert (np.diff(th, axis=1) > 0).all()
     gc = m.hierbench["design"].grade_counts
-    y = pm.sample_prior_predictive(draws=50, model=m, random_seed=6)["prior_predictive"]["y"].values
-    assert (y.reshape(50, *gc.shape).sum(-1) == gc.sum(-1)).all()  # grades drawn from valid probabilities
+    y = prior["prior_predictive"]["y"].values
+    assert (y.reshape(4000, *gc.shape).sum(-1) == gc.sum(-1)).all()  # grades drawn from valid probabilities
     n, sd = 4, 5.0
 
     def order_mean(r: int) -> float:  # E[X_(r)] of n iid N(0, sd)
