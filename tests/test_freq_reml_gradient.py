@@ -176,13 +176,19 @@ def test_fit_agrees_with_finite_difference_fit(design, monkeypatch):
 
 
 def _both_ways(monkeypatch, make, components=None, coefficients=True):
-    """Fit and profile with the analytic gradient, then again with finite differences."""
+    """Fit and profile with the analytic gradient, then again with finite differences.
+
+    The data are read once; each fit gets its own deep copy.
+    """
     out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data = make()
     for flag in (True, False):
         monkeypatch.setattr(_reml, "_ANALYTIC_GRADIENT", flag)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            vc = variance_components(make())
+            vc = variance_components(data.copy(deep=True))
             ci = vc.profile_ci(components=components).values
             co = vc.coefficients(ci="profile")["ci"].values if coefficients else np.zeros(0)
         out.append((vc.estimate.values, ci, co))
