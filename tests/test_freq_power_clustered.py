@@ -94,10 +94,12 @@ def test_metr_cluster_design_reads_the_default_fits_cluster_terms(metr):
     assert (cd.n_tasks, cd.n_clusters, cd.one_run_only) == (83, 36, False) and n.sum() == 83
     assert cd.sigma2 == pytest.approx((s_ac, s_atc, s_e), rel=1e-12)
     assert (cd.tasks_per_cluster, cd.size_factor) == pytest.approx((m, m_star), rel=1e-12)
-    # cluster-level t test: K = 36 cluster means, SD of a cluster's mean difference by hand
+    # cluster-level t test: the 36 unequal families are worth C_eff = 83^2 / sum n_k^2 = 83 / m*
+    # equal ones (C_eff - 1 df), each of m* tasks; SD of such a cluster's mean difference by hand
     var = 2 * s_ac + 2 * s_atc + 2 * s_e / 3
     deff = 1 + (m_star - 1) * 2 * s_ac / var
-    want = TTestPower().power(effect_size=0.1 / math.sqrt(var * deff / m), nobs=36, alpha=0.05)
+    c_eff = n.sum() ** 2 / (n**2).sum()
+    want = TTestPower().power(effect_size=0.1 / math.sqrt(var * deff / m_star), nobs=c_eff, alpha=0.05)
     assert float(paired_power(0.1, 83, n_runs=3, clusters=cd)) == pytest.approx(want, rel=1e-8)
     # the cluster facet written in the design gives the same plan
     vc4 = _quiet(variance_components, ds, design="run:(agent*(task:cluster))", method="reml")
@@ -133,7 +135,8 @@ def test_swe_one_run_components_plan_at_one_run_only(swe):
     assert cd.one_run_only and cd.sigma2 == pytest.approx((s_ac, 0.0, s_e), rel=1e-12)
     assert (cd.tasks_per_cluster, cd.size_factor) == pytest.approx((m, m_star), rel=1e-12)
     deff = 1 + (m_star - 1) * 2 * s_ac / sd1**2
-    want = TTestPower().power(effect_size=0.1 / math.sqrt(sd1**2 * deff / m), nobs=12, alpha=0.05)
+    # the 12 repositories (1-231 tasks) are worth 500^2 / sum n_k^2 = 3.9 equal ones of m* tasks
+    want = TTestPower().power(effect_size=0.1 / math.sqrt(sd1**2 * deff / m_star), nobs=500 / m_star, alpha=0.05)
     assert float(paired_power(0.1, 500, clusters=cd)) == pytest.approx(want, rel=1e-8)
     with pytest.raises(ValueError, match="`n_runs` must be 1 with this `clusters`"):
         paired_power(0.1, 500, n_runs=2, clusters=cd)

@@ -103,19 +103,28 @@ def test_observed_cluster_inflation_matches_pandas():
         warnings.simplefilter("ignore")
         vc = variance_components(ds)
         attrs = vc.d_study(n_tasks=24).attrs
-    # by hand with pandas: per pair, per-task differences of cell means less their mean
+    # by hand with pandas: per pair, per-task differences of cell means less their mean; their
+    # within-cluster sums S_g and the expectations of sum S_g^2 and sum e^2 under a cluster part a
+    # and a task part b (n tasks, sizes m_g, M = sum m_g^2): solve for a, b; the ratio is
+    # (a M + b n) / ((a + b) n). Every pair has all 24 tasks, so the pairs pool by plain sums.
     df = ds.score.mean("run").to_dataframe().reset_index()
     wide = df.pivot(index="task", columns="agent", values="score")
     cl = ds.cluster.to_series()
-    v_cl = v_iid = 0.0
+    q1 = q2 = 0.0
     for i in range(3):
         for j in range(i + 1, 3):
             e = wide[i] - wide[j]
             e = e - e.mean()
-            v_cl += (e.groupby(cl).sum() ** 2).sum()
-            v_iid += (e**2).sum()
-    assert vc._observed_cluster_ratio == pytest.approx(v_cl / v_iid, rel=1e-10)
-    assert f"observed {v_cl / v_iid:.2f}x" in attrs["cluster_inflation"]
+            q1 += (e.groupby(cl).sum() ** 2).sum()
+            q2 += (e**2).sum()
+    m = cl.value_counts().to_numpy(float)
+    n, M = m.sum(), (m**2).sum()
+    coef = 3 * np.array([[M - 2 * (m**3).sum() / n + M**2 / n**2, n - M / n], [n - M / n, n - 1]])
+    a, b = np.linalg.solve(coef, [q1, q2])
+    want = (a * M + b * n) / ((a + b) * n)
+    assert want > 1.5 and abs(want - q1 / q2) > 0.1  # a cluster effect, and not the old plain ratio
+    assert vc._observed_cluster_ratio == pytest.approx(want, rel=1e-10)
+    assert f"observed {want:.2f}x" in attrs["cluster_inflation"]
 
 
 def test_extrapolation_warning_beyond_ten_times():

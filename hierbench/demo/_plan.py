@@ -40,6 +40,7 @@ def _plan_section(ctx: DemoContext) -> str:
     R, sd_made, runs_text = _runs_made(ctx, kw)
     mde = minimum_detectable_effect(T, sd_diff=sd_made, power=0.8)
     sd_obs, n_pairs, spread = _observed_paired_sd(ctx)
+    n_all = int(ctx.data.sizes["agent"]) * (int(ctx.data.sizes["agent"]) - 1) // 2  # section Does A beat B?'s family
     rows = []
     for effect in (0.03, 0.05, 0.10):
         rows.append(
@@ -47,7 +48,7 @@ def _plan_section(ctx: DemoContext) -> str:
                 "difference to detect": effect,
                 "tasks needed (R=1)": tasks_for_power(effect, n_runs=1, **kw),
                 f"tasks needed (R={R}, as run)": tasks_for_power(effect, sd_diff=sd_made),
-                PAIRS_COLUMN.format(R=R): (
+                (PAIRS_COLUMN if len(spread) > 1 else PAIR_COLUMN).format(R=R): (
                     " / ".join(f"{tasks_for_power(effect, sd_diff=x):,}" for x in spread) if spread else "-"
                 ),
             }
@@ -87,15 +88,31 @@ def _plan_section(ctx: DemoContext) -> str:
         + "\n" + textwrap.fill(
             f"With {T} tasks at R = {R} run{'' if R == '1' else 's'} per cell a paired comparison detects a "
             f"difference of {mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df) for "
-            f"a pair with the pooled SD{_mde_spread(T, spread)}.", 88)
+            f"one pre-chosen pair with the pooled SD, unadjusted for the others{_mde_spread(T, spread)}."
+            + _family_words(T, sd_made, n_all), 88, break_on_hyphens=False)
         + f"{clipped}\n"
         + _observed_text(sd_made, sd_obs, n_pairs, parts=list(parts), model_columns=1 if R == "1" else 2,
-                         source=source, spread=spread)
-        + _cluster_text(ctx, T, mde, sd_made)
+                         source=source, spread=spread, gap_words=_sd_gap_words(ctx, spread))
+        + _cluster_text(ctx, T, mde, sd_made, var1=None if R == "1" else 2 * s_mt + 2 * s_e)
         + "\n\n"
         + table.to_string()
         + buy
     )
+
+
+def _family_words(T: int, sd: float, n_pairs: int) -> str:
+    """The difference the family-wise test of section Does A beat B? detects ("" for one pair).
+
+    That section holds the family-wise error at 0.05 over every pair (max-T); Bonferroni's
+    ``alpha / n_pairs`` is a conservative stand-in for it (max-T rejects at least as often).
+    """
+    from ..freq import minimum_detectable_effect
+
+    if n_pairs < 2:
+        return ""
+    fw = minimum_detectable_effect(T, sd_diff=sd, power=0.8, alpha=0.05 / n_pairs)
+    return (f" Section Does A beat B? tests all {n_pairs} pairs at a family-wise 0.05 (max-T): at alpha 0.05 / "
+            f"{n_pairs} (Bonferroni, a conservative stand-in for max-T) the same tasks detect {fw:.3f}.")
 
 
 #: the agent's interactions with the task side (which ones: freq's ``pool_interactions``), in the words
@@ -190,36 +207,35 @@ def _components_text(parts: dict[str, float], s_e: float, source: str = "fit") -
 def _cluster_design_effect(ctx: DemoContext) -> tuple[float, int, str] | None:
     """How much more a pair's mean difference varies over the task clusters than over independent tasks.
 
-    For each pair, over the tasks both agents ran, with ``e`` the per-task differences of cell
-    means less their mean and ``n`` their number: the cluster-robust variance of the mean
-    ``sum_g (sum_{t in g} e_t)^2 / n^2`` against the independent-task one ``sum_t e_t^2 / n^2``
-    (both without small-sample corrections, so singleton clusters give exactly 1). Returns the
-    ratio of their sums over the pairs, the number of clusters and their column's name; None
-    without clusters (or with every task its own).
+    ``1 + (m* - 1) ICC`` with the ICC of the pairs' per-task differences of cell means from their
+    within- and between-cluster sums of squares (freq's ``observed_cluster_ratio``, the one
+    owner: unbiased in numerator and denominator, where the plain ratio of the cluster-robust to
+    the independent-task variance read 0.74 for a true 1 at SWE-bench's sizes). Returns the
+    ratio, the number of clusters and their column's name; None without clusters (or with every
+    task its own).
     """
     from .._base import cluster_codes
     from .._base import cluster_label
-    from ..data import to_counts
     from ..freq import observed_cluster_ratio
 
     codes = cluster_codes(ctx.data)
     if codes is None or len(codes[1]) == int(ctx.data.sizes["task"]):
         return None
-    c = to_counts(ctx.data)
-    rate = (c["n_success"] / c["n_runs"]).where(c["n_runs"] > 0).transpose("agent", "task").values
-    ratio = observed_cluster_ratio(rate, codes[0])  # the one owner, also the D-study's cluster_inflation
+    ratio = observed_cluster_ratio(_cell_rates(ctx), codes[0])  # the one owner, also the D-study's cluster_inflation
     return None if ratio is None else (ratio, len(codes[1]), cluster_label(ctx.data))
 
 
-def _observed_clusters(ctx: DemoContext) -> tuple[Any, float, int, str] | None:
+def _observed_clusters(ctx: DemoContext) -> tuple[Any, float, int, str, tuple[float, float]] | None:
     """The log's clusters as a plan's :func:`hierbench.freq.cluster_design` (None without clusters).
 
     Their sizes as a template and the observed ratio (at least 1) as the design effect, with
-    the ratio, the number of clusters and their column's name; computed once per demo.
+    the ratio, the number of clusters, their column's name and the ratio's 90% cluster-bootstrap
+    percentile range (freq's ``observed_cluster_ratio`` at ``prob=0.9``: 400 resamples, the demo's seed); computed once per demo.
     """
     if "observed_clusters" not in ctx.extra:
         from .._base import cluster_codes
         from ..freq import cluster_design
+        from ..freq import observed_cluster_ratio
 
         deff = _cluster_design_effect(ctx)
         if deff is None:
@@ -229,8 +245,18 @@ def _observed_clusters(ctx: DemoContext) -> tuple[Any, float, int, str] | None:
                 warnings.simplefilter("ignore")
                 cd = cluster_design(np.bincount(cluster_codes(ctx.data)[0]), design_effect=max(deff[0], 1.0),
                                     template=True, source="observed ratio")
-            ctx.extra["observed_clusters"] = (cd, *deff)
+            _, lo, hi = observed_cluster_ratio(_cell_rates(ctx), cluster_codes(ctx.data)[0], prob=0.9,
+                                               rng=ctx.extra.get("seed", 0))
+            ctx.extra["observed_clusters"] = (cd, *deff, (lo, hi))
     return ctx.extra["observed_clusters"]
+
+
+def _cell_rates(ctx: DemoContext) -> np.ndarray:
+    """The (agent, task) cell means of the log, NaN where a cell was not run."""
+    from ..data import to_counts
+
+    c = to_counts(ctx.data)
+    return (c["n_success"] / c["n_runs"]).where(c["n_runs"] > 0).transpose("agent", "task").values
 
 
 def _in_clusters(ctx: DemoContext, n_tasks: int) -> str:
@@ -246,43 +272,60 @@ def _in_clusters(ctx: DemoContext, n_tasks: int) -> str:
     return f" (in clusters like these, of {per:.1f} tasks on average: about {max(1, round(n_tasks / per))} clusters)"
 
 
-def _cluster_text(ctx: DemoContext, T: int, mde: float, sd: float) -> str:
+def _cluster_text(ctx: DemoContext, T: int, mde: float, sd: float, var1: float | None = None) -> str:
     """Where tasks come in clusters: the plan takes them as independent, the paired tests do not.
 
     The clustered figure is :func:`hierbench.freq.minimum_detectable_effect` with the observed
-    ratio as the design effect (at least 1) and clusters like the log's (``K - 1`` df).
+    ratio as the design effect (at least 1) and clusters like the log's: ``C_eff - 1`` df, their
+    worth in equal clusters (freq's few-clusters rule). The ratio is measured at the runs made;
+    ``var1``, a per-task difference's variance at one run, rescales it for the R = 1 column:
+    ``1 + (DEFF - 1) Var_d(R made) / Var_d(1)`` (run noise, independent over tasks, dilutes the
+    clusters' share). A ratio at or below 1 is never read as "no variance": its range says how
+    much the clusters may add. The figure is for one pre-chosen pair: no Bonferroni stand-in is
+    given for the family (a sign-flip test over 12 clusters has no p-value below 2 / 4096, so
+    ``0.05 / n_pairs`` can be out of its reach where max-T is not).
     """
     from ..freq import minimum_detectable_effect
 
     observed = _observed_clusters(ctx)
     if observed is None:
         return ""
-    cd, ratio, k, name = observed
-    deff, n_clusters = cd.design_effect, T / cd.tasks_per_cluster  # the ratio, at least 1
+    cd, ratio, k, name, (lo, hi) = observed
+    deff, c_eff = cd.design_effect, float(cd.effective_for(T))  # the ratio, at least 1
     mde_c = minimum_detectable_effect(T, sd_diff=sd, clusters=cd)
+    test = (f"{T} tasks in clusters like these are worth {c_eff:.1f} equal clusters by their sizes ((sum "
+            f"n_g)^2 / sum n_g^2), so a test over them has t with {c_eff - 1:.1f} df, not {T - 1}")
     head = (
         f"The plan takes tasks as independent; this log's tasks come in {k} clusters of `{name}`, "
         "the unit of the paired tests (section Does A beat B?). On this log a pair's mean difference "
-        f"varies {ratio:.2f} times as much over the clusters as over independent tasks (cluster-robust "
-        "against independent-task variance, summed over the pairs, no model)."
+        f"varies {ratio:.2f} times as much over the clusters as over independent tasks (1 + (m* - 1) ICC, "
+        "the ICC of the pairs' per-task differences from their within- and between-cluster sums of "
+        f"squares, no fit; 90% cluster-bootstrap percentile range {lo:.2f}-{hi:.2f}, itself rough with "
+        f"{k} clusters)."
     )
-    if ratio <= 1:  # no more than over independent tasks: only the clusters' fewer df cost power
+    if ratio <= 1:  # a chance low or tasks pulling apart: the range, not the point, says what they may add
         tail = (
-            " The clusters add no variance here, so the counts below stand as computed; a test over "
-            f"{n_clusters:.0f} clusters has {n_clusters - 1:.0f} df, not {T - 1}, and {T} tasks detect about "
-            f"{mde_c:.3f}, not {mde:.3f}."
+            f" A ratio at or below 1 does not show that the clusters add no variance: the range reaches "
+            f"{hi:.2f}, and at that the counts below would be {hi:.2f} times too small. The counts below take "
+            f"none; {test}, and {T} tasks detect about {mde_c:.3f}, not {mde:.3f}."
         )
     else:
+        at1 = ""
+        if var1 is not None and var1 > 0:
+            d1 = 1 + (deff - 1) * sd**2 / var1
+            at1 = f" (the R = 1 column's about {d1:.2f} times: more run noise, a smaller share for the clusters)"
         tail = (
-            f" If new tasks come in clusters like these, every count of tasks needed below is about {deff:.2f} "
-            f"times too small, and {T} tasks detect about {mde_c:.3f}, not {mde:.3f} (design effect "
-            f"{deff:.2f}, {n_clusters:.0f} clusters: t with {n_clusters - 1:.0f} df)."
+            f" If new tasks come in clusters like these, the as-run column's counts below are about {deff:.2f} "
+            f"times too small{at1}, and {T} tasks detect about {mde_c:.3f}, not {mde:.3f} (design effect "
+            f"{deff:.2f}; {test})."
         )
-    return "\n" + textwrap.fill(head + tail, 88)
+    return "\n" + textwrap.fill(head + tail, 88, break_on_hyphens=False)
 
 
 #: the plan table's model-free column: tasks each pair's own SD needs, over the observed pairs
 PAIRS_COLUMN = "pairs' own SD, R={R}: least / median / most"
+#: the same with one pair: its own SD
+PAIR_COLUMN = "the pair's own SD, R={R}"
 
 
 def _mde_spread(T: int, spread: tuple[float, ...]) -> str:
@@ -291,6 +334,8 @@ def _mde_spread(T: int, spread: tuple[float, ...]) -> str:
 
     if not spread or spread[0] <= 0:
         return ""
+    if len(spread) == 1:
+        return f"; at the pair's own SD (no model), {minimum_detectable_effect(T, sd_diff=spread[0], power=0.8):.3f}"
     lo, hi = (minimum_detectable_effect(T, sd_diff=x, power=0.8) for x in (spread[0], spread[-1]))
     return f"; at the observed pairs' own SDs, {lo:.3f} to {hi:.3f}"
 
@@ -298,39 +343,76 @@ def _mde_spread(T: int, spread: tuple[float, ...]) -> str:
 def _observed_paired_sd(ctx: DemoContext) -> tuple[float, int, tuple[float, ...]]:
     """The SD of a per-task paired difference as the log shows it, with no model, pooled and per pair.
 
-    Each pair's differences of its cell means over the tasks both agents ran (at least 3), their
-    sample variance (``_variance/_observed.pair_variances``, the one owner), over the pairs that
-    share at least half the median pair's tasks: a pair on few shared tasks, both near 0, gave the
-    least SD and "14 tasks" for the whole plan (METR: davinci-002 and gpt-3.5-turbo-instruct on 16
-    of the plan's 76 tasks; the next least pair asked about 360; audit D3). Returns the root of
-    the mean over the pairs, the pairs used and their own SDs' least, median and most (() when
-    none, or none above 0).
+    Over the pairs ``_pair_sds_gaps`` keeps: the root of the mean of their variances, the
+    pairs used and their own SDs' least, median and most (() when none, or none above 0; one
+    pair's own SD once).
     """
-    from ..data import to_counts
-    from ..freq import pair_variances
-
-    c = to_counts(ctx.data)
-    rate = (c["n_success"] / c["n_runs"]).where(c["n_runs"] > 0).transpose("agent", "task").values
-    var = pair_variances(rate)
-    ok = np.isfinite(rate).astype(int)
-    shared = (ok @ ok.T)[np.triu_indices(len(rate), 1)]  # tasks each pair shares, in pair_variances' order
-    var = var[np.isfinite(var) & (shared >= np.median(shared) / 2)]
+    var, _ = _pair_sds_gaps(ctx)
     if not var.size:
         return np.nan, 0, ()
     sd = np.sqrt(var)
+    if sd.size == 1:  # one pair: its own SD, once
+        return float(sd[0]), 1, ((float(sd[0]),) if sd[0] > 0 else ())
     spread = tuple(float(x) for x in (sd.min(), np.median(sd), sd.max())) if sd.min() > 0 else ()
     return float(np.sqrt(np.mean(var))), int(var.size), spread
 
 
+def _pair_sds_gaps(ctx: DemoContext) -> tuple[np.ndarray, np.ndarray]:
+    """Each pair's variance of its per-task differences, and its gap, over the pairs that share enough tasks.
+
+    Each pair's differences of its cell means over the tasks both agents ran (at least 3), their
+    sample variance (``_variance/_observed.pair_variances``, the one owner), over the pairs that
+    share at least half the median pair's tasks: a pair on few shared tasks, both near 0, gave the
+    least SD and "14 tasks" for the whole plan (METR: davinci-002 and gpt-3.5-turbo-instruct on 16
+    of the plan's 76 tasks; the next least pair asked about 360; audit D3). The gap is the
+    absolute mean difference over the shared tasks.
+    """
+    from ..freq import pair_variances
+
+    rate = _cell_rates(ctx)
+    var = pair_variances(rate)
+    i, j = np.triu_indices(len(rate), 1)  # pair_variances' order
+    d = rate[i] - rate[j]
+    n = np.isfinite(d).sum(1)
+    gap = np.abs(np.where(np.isfinite(d), d, 0.0).sum(1) / np.maximum(n, 1))
+    ok = np.isfinite(rate).astype(int)
+    shared = (ok @ ok.T)[i, j]
+    keep = np.isfinite(var) & (shared >= np.median(shared) / 2)
+    return var[keep], gap[keep]
+
+
+def _sd_gap_words(ctx: DemoContext, spread: tuple[float, ...]) -> str:
+    """What this log's pairs show of a pair's SD against its gap ("" with fewer than three pairs).
+
+    Spearman's correlation of the pairs' own SDs with their gaps: for 0/1 scores a pair further
+    apart has the larger SD where it is positive. Said from the log itself, not from other
+    benchmarks (the held-out figures were SWE-bench's and METR's, and on the demo's own
+    population the pairs' SDs are nearly equal; audit W).
+    """
+    from scipy import stats
+
+    var, gap = _pair_sds_gaps(ctx)
+    if len(spread) < 3 or var.size < 3 or np.ptp(var) == 0 or np.ptp(gap) == 0:
+        return ""
+    rho = float(stats.spearmanr(np.sqrt(var), gap)[0])
+    how = "rises" if rho >= 0.3 else "falls" if rho <= -0.3 else "hardly moves"
+    then = (": a close pair needs fewer tasks than the pooled count, a distant one more" if rho >= 0.3
+            else ": a distant pair needs fewer tasks than the pooled count, a close one more" if rho <= -0.3 else "")
+    return (f" On this log it {how} with the pair's gap (Spearman correlation of SD and absolute mean "
+            f"difference {rho:.2f} over {var.size} pairs){then}.")
+
+
 def _observed_text(
     sd_made: float, sd_obs: float, n_pairs: int, *, parts: list[str], model_columns: int = 2, source: str = "fit",
-    spread: tuple[float, ...] = (),
+    spread: tuple[float, ...] = (), gap_words: str = "",
 ) -> str:
     """The plan's model-based SD beside the one the log shows, said as the columns' difference.
 
     ``parts``: the agent x task-side parts the plan holds (``"agent x task"``, ``"agent x
     cluster"``; without the first, run-to-run variance holds it); ``model_columns``: how many of
-    the table's first columns rest on the fit.
+    the table's first columns rest on the fit; ``gap_words``: what this log's pairs show of
+    their SD against their gap (``_sd_gap_words``). One pair's own SD is the log's SD: no
+    spread is said.
     """
     if not sd_obs > 0:
         return "(No pair shares 3 tasks with differing results: no model-free SD to set beside the plan.)"
@@ -346,12 +428,9 @@ def _observed_text(
     if source != "fit":
         what = what.replace("binomial runs around each cell's rate", "one run-to-run variance")
     own = (
-        f" Each pair's own SD runs {spread[0]:.3f} to {spread[-1]:.3f} (median {spread[1]:.3f}), larger "
-        "for pairs further apart on SWE-bench and METR, so the last column plans with the least, median and "
-        "most: a close pair "
-        "needs fewer tasks than the pooled count, a distant one more (held out, the pooled count asked "
-        "1.2-2.1 times too many for close pairs and reached power 0.70-0.75, not 0.80, for distant ones)."
-        if spread else ""
+        f" Each pair's own SD runs {spread[0]:.3f} to {spread[-1]:.3f} (median {spread[1]:.3f}), so the last "
+        f"column plans with the least, median and most.{gap_words}"
+        if len(spread) > 1 else " The last column plans with it." if spread else ""
     )
     return textwrap.fill(
         f"That difference and the first {'two columns' if model_columns == 2 else 'column'} rest on the "

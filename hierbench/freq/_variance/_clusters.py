@@ -9,10 +9,14 @@ task-weighted mean difference has
     Var(dbar) = (s_c sum_k m_k^2 + s_w N) / N^2 = (s_c + s_w) DEFF / N,
     DEFF = 1 + (m* - 1) ICC,  m* = sum_k m_k^2 / sum_k m_k
 
-(``m* = m`` for equal sizes: the familiar ``1 + (m - 1) ICC``). The test counts clusters:
-``K - 1`` degrees of freedom, ``N / DEFF`` effective tasks. This is the D-study's rule for a
-``task:cluster`` nesting (an effect of the cluster enters with ``1 / C_eff``, ``C_eff =
-N^2 / sum m_k^2``) applied to the paired difference.
+(``m* = m`` for equal sizes: the familiar ``1 + (m - 1) ICC``). The test counts clusters by
+their worth in equal ones, ``C_eff = N^2 / sum m_k^2 = N / m*`` (the few-clusters warnings'
+rule, ``hierbench.freq``'s ``effective_clusters``): ``C_eff - 1`` degrees of freedom (``K - 1``
+for ``K`` equal clusters), ``N / DEFF`` effective tasks. ``K - 1`` df for unequal sizes
+promised too much: at SWE-bench's 12 repositories (1-231 of 500 tasks, ``C_eff`` 3.9) the
+cluster sign-flip test had power 0.60, not 0.80, at the difference planned that way (audit W).
+This is the D-study's rule for a ``task:cluster`` nesting (an effect of the cluster enters
+with ``1 / C_eff``) applied to the paired difference.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import pandas as pd
 from ..._base import HierbenchWarning
 from ..._base import check_number
 from ..._base import warn_user
+from .._kernels import effective_clusters
 from ._dstudy import spread_pairs
 from ._result import VarianceComponentsResult
 from ._result import require_components
@@ -39,7 +44,7 @@ class ClusterDesign:
 
     Build it with :func:`cluster_design`; the attributes say what the plan assumes.
     ``tasks_per_cluster`` is the mean size ``m``, ``size_factor`` the size-weighted mean
-    ``m* = sum m_k^2 / sum m_k``; ``n_tasks`` the total the sizes fix (None: sizes are a
+    ``m* = sum m_k^2 / sum m_k`` (``N / m*`` tasks are worth that many equal clusters); ``n_tasks`` the total the sizes fix (None: sizes are a
     template for any number of tasks). Exactly one of ``icc``, ``design_effect`` and
     ``sigma2`` (agent x cluster, agent x task within cluster, run-to-run: from a fit with a
     cluster facet) says how alike a cluster's tasks are; ``source`` says where it came from.
@@ -78,6 +83,13 @@ class ClusterDesign:
                 f"follows; got n_runs = {', '.join(f'{r:g}' for r in np.unique(n_runs))}"
             )
         return 2 * s_c + 2 * s_t + 2 * s_e / n_runs
+
+    def effective_for(self, n_tasks: np.ndarray) -> np.ndarray:
+        """The worth in equal clusters ``C_eff = N / m*`` of ``n_tasks`` in clusters like these (checked).
+
+        ``N^2 / sum m_k^2`` for the sizes themselves; the test's df are ``C_eff - 1``.
+        """
+        return np.asarray(self.clusters_for(n_tasks) * self.tasks_per_cluster / self.size_factor, dtype=float)
 
     def clusters_for(self, n_tasks: np.ndarray) -> np.ndarray:
         """Number of clusters ``N / m`` holding ``n_tasks`` (checked against fixed sizes)."""
@@ -230,8 +242,8 @@ def cluster_design(
     """Describe how tasks fall into clusters, for the ``clusters`` argument of the power functions.
 
     The paired tests on clustered tasks resample or flip whole clusters: the power functions
-    given a design count clusters (``K - 1`` degrees of freedom) and ``N / DEFF`` effective
-    tasks, ``DEFF = 1 + (m* - 1) ICC`` with ``m* = sum m_k^2 / sum m_k`` (``m`` for equal
+    given a design count clusters by their worth in equal ones (``C_eff - 1`` degrees of
+    freedom, ``C_eff = N^2 / sum m_k^2``) and ``N / DEFF`` effective tasks, ``DEFF = 1 + (m* - 1) ICC`` with ``m* = sum m_k^2 / sum m_k`` (``m`` for equal
     sizes) and ``ICC`` the share of a per-task paired difference's variance that its cluster
     shares.
 
@@ -288,8 +300,8 @@ def cluster_design(
             raise ValueError(f"`tasks_per_cluster` must be an integer >= 1; got {tasks_per_cluster!r}")
         mean, factor, n, k = m, m, None, None
     else:
-        a = _sizes(sizes)
-        mean, factor = float(a.mean()), float(np.sum(a**2) / np.sum(a))
+        a = _sizes(sizes)  # m* = N / C_eff, the worth in equal clusters by the few-clusters rule
+        mean, factor = float(a.mean()), float(a.sum() / effective_clusters(np.repeat(np.arange(a.size), a.astype(int))))
         n, k = (None, None) if template else (int(a.sum()), int(a.size))
     if icc is not None:
         icc = float(check_number(icc, "icc", low=0))

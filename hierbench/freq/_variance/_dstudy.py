@@ -769,8 +769,8 @@ def cluster_inflation(vc) -> tuple[float, float | None, float] | None:
 
     Model: ``var_paired_diff`` at the G-study's sizes with the cluster terms over its
     effective clusters, against the same components with every task its own cluster.
-    Data: the cluster-robust / independent-task variance of the pairs' mean differences
-    (``_observed``; None when not recorded). None without one ``task:cluster`` nesting.
+    Data: the method-of-moments inflation of the pairs' mean differences (``_observed``,
+    unbiased in numerator and denominator; None when not recorded). None without one ``task:cluster`` nesting.
     """
     pairs = spread_pairs(vc)
     if vc.measurement is None or len(pairs) != 1:
@@ -799,8 +799,8 @@ def inflation_words(vc) -> str:
     if seen is None:
         return out + "; the data's own ratio was not recorded"
     out += (
-        f"; observed {seen:.2f}x (the fitted data's cluster-robust / independent-{t} variance of the "
-        "pairs' mean differences, summed over pairs, no model)"
+        f"; observed {seen:.2f}x (1 + (m* - 1) ICC with the ICC of the fitted data's per-{t} paired "
+        f"differences from their within- and between-{c!r} sums of squares, pooled over pairs, no fit)"
     )
     if max(model / seen, seen / model) > 1.25:
         out += f": they disagree by {max(model / seen, seen / model):.2f} times"

@@ -354,8 +354,9 @@ def paired_power(
     """Power of the paired t-test on per-task differences (noncentral t, ``T - 1`` df).
 
     With ``clusters`` (tasks in clusters, :func:`cluster_design`) it is the power of the
-    cluster-level test: ``K - 1`` df for ``K = T / m`` clusters and ``T / DEFF``
-    effective tasks (see :class:`ClusterDesign`).
+    cluster-level test: ``C_eff - 1`` df for the ``C_eff = T / m*`` equal clusters the
+    clusters are worth (``K - 1`` for ``K`` equal ones) and ``T / DEFF`` effective tasks (see
+    :class:`ClusterDesign`).
 
     Parameters
     ----------
@@ -418,10 +419,11 @@ def paired_power(
     return _with_note(out, components)
 
 
-#: what the held-out audit (R) measured of the pooled SD, said by every planner's note
+#: what the held-out audits measured of the pooled SD, said by every planner's note
 POOLED_AUDIT = (
-    "held out (audit R, SWE-bench and METR), the pooled SD over-asked 1.2-2.1x for close pairs "
-    "and reached power 0.70-0.75, not 0.80, for distant ones (a pair's SD grows with its gap)"
+    "held out (audit R, SWE-bench and METR; audit W, METR's 6 agents on all 83 tasks), the pooled SD "
+    "over-asked 1.2-2.1x for close pairs and reached power 0.55-0.75, not 0.80, for distant ones "
+    "(a pair's SD grows with its gap)"
 )
 
 
@@ -489,9 +491,15 @@ def _check_clusters(cd) -> None:
 
 
 def _cluster_units(cd, T, n_runs, components, s_mt, s_e, sd_diff):
-    """Effective tasks ``T / DEFF``, df ``K - 1`` and per-task SD of a clustered plan."""
+    """Effective tasks ``T / DEFF``, df ``C_eff - 1`` (worth in equal clusters) and per-task SD of a clustered plan."""
     _check_clusters(cd)
-    K = cd.clusters_for(T)
+    c_eff = cd.effective_for(T)
+    if np.any(c_eff <= 1):
+        raise ValueError(
+            f"`n_tasks` = {', '.join(f'{t:g}' for t in np.unique(np.asarray(T)[c_eff <= 1]))} in clusters "
+            f"like these (m* = {cd.size_factor:.4g}) are worth at most one equal cluster "
+            "((sum m_k)^2 / sum m_k^2): a cluster-level test needs more"
+        )
     if cd.sigma2 is not None:
         if components is not None or s_mt is not None or s_e is not None or sd_diff is not None:
             raise ValueError(
@@ -504,7 +512,7 @@ def _cluster_units(cd, T, n_runs, components, s_mt, s_e, sd_diff):
         sd = np.sqrt(var)
     else:
         sd = _sd(n_runs, components, s_mt, s_e, sd_diff)
-    return T / cd.deff(sd**2), K - 1, sd
+    return T / cd.deff(sd**2), c_eff - 1, sd
 
 
 def _plan_facets(components) -> tuple[str, str, float]:
@@ -576,8 +584,8 @@ def tasks_for_power(
         for a pair whose per-task difference has the SD given or, from
         ``components``, the pooled one (root mean square over the pairs of agents).
         A pair's SD grows with its gap (correlation 0.57 on SWE-bench, 0.76 on METR), so
-        held out (audit R) the pooled count over-asked 1.2-2.1x for close pairs and
-        reached power 0.70-0.75 instead of 0.80 for distant ones. With components that
+        held out (audits R and W) the pooled count over-asked 1.2-2.1x for close pairs
+        and reached power 0.55-0.75 instead of 0.80 for distant ones. With components that
         carry the observed pairs (a fit of the eval shape) ``pair_range`` holds the
         tasks the pairs' own SDs need (smallest, largest; 0: beyond ``max_tasks``) and
         ``note`` (shown in the repr) says so; for 0/1 scores one pair can also be
@@ -667,15 +675,16 @@ def _clusters_for_power(effect, power, n_runs, components, s_mt, s_e, sd_diff, a
     """:func:`tasks_for_power` counting whole clusters of ``cd`` (its sizes as a template)."""
     m = cd.tasks_per_cluster
     tmpl = dataclasses.replace(cd, n_tasks=None, n_clusters=None)
-    _, _, sd = _cluster_units(tmpl, np.asarray(2 * m), n_runs, components, s_mt, s_e, sd_diff)
+    _, _, sd = _cluster_units(tmpl, np.asarray(2 * cd.size_factor), n_runs, components, s_mt, s_e, sd_diff)
     sd = float(sd)
     deff = float(tmpl.deff(sd**2))
     k_max = int(max_tasks // m)
     approx = _normal_tasks(effect, sd, alpha, power, alt) * deff
     k0 = max(2, int(approx / m) - 2)
 
-    def pw(k: int) -> float:
-        return float(_power_df(abs(effect), k * m / deff, k - 1.0, sd, alpha, alt))
+    def pw(k: int) -> float:  # df C_eff - 1: none below one equal cluster's worth
+        df = k * m / cd.size_factor - 1.0
+        return float(_power_df(abs(effect), k * m / deff, df, sd, alpha, alt)) if df > 0 else 0.0
 
     if k_max < 2 or k0 > 4 * k_max or pw(k_max) < power:
         raise _too_small(effect, max_tasks, power, sd, approx, f" with design effect {deff:.4g}")
