@@ -5,6 +5,7 @@ SWE-bench's 12 repositories, and the demo said "The clusters add no variance her
 detectable difference took 11 df for clusters worth 3.9 equal ones (power 0.60 at the printed
 figure); the plan's difference was for one unadjusted pair; the 1.12x inflation was applied to the
 R = 1 column too; a fixed held-out sentence and degenerate columns were printed for one pair.
+The small clustered log and the components stand-in are the demo's other plan tests'.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import pytest
 import xarray as xr
 from scipy import optimize
 from scipy import stats
+from test_demo_outputs import _clustered
+from test_demo_outputs import _Components
 
 from hierbench.demo import DemoContext
 from hierbench.demo._plan import _plan_section
@@ -26,17 +29,6 @@ from hierbench.freq import observed_cluster_ratio
 
 #: SWE-bench Verified bash-only's 12 repositories, tasks in each (audit W's swe_long.csv)
 SWE_SIZES = np.array([1, 2, 8, 10, 19, 22, 22, 32, 34, 44, 75, 231])
-
-
-class _Components:
-    """A stand-in for crossed_variance_components' result: the two posterior means the plan reads."""
-
-    def __init__(self, s_mt: float, s_e: float):
-        self.draws = xr.Dataset(coords={"component": ["agent", "task", "agent:task", "residual"]})
-        self._v = {"agent:task": xr.DataArray([s_mt]), "residual": xr.DataArray([s_e])}
-
-    def __getitem__(self, key):
-        return self._v[key]
 
 
 def _plan(ds, monkeypatch, s_mt=0.03, s_e=0.12) -> str:
@@ -113,20 +105,6 @@ def test_clustered_mde_takes_the_df_of_the_clusters_worth_in_equal_ones():
     g = np.random.default_rng(5)
     power = np.mean([_signflip_p(g.normal(got, 0.487, 500), codes, SWE_SIZES, flips) < 0.05 for _ in range(200)])
     assert power >= 0.74
-
-
-def _clustered(n_clusters: int = 6, size: int = 3, seed: int = 3) -> xr.Dataset:
-    """Three agents x (n_clusters x size) tasks x 2 runs; a cluster shifts every agent's rate but not equally."""
-    g = np.random.default_rng(seed)
-    T = n_clusters * size
-    shift = np.repeat(g.normal(0, 1.5, (3, n_clusters)), size, axis=1)
-    p = 1 / (1 + np.exp(-(shift + g.normal(0, 0.5, (3, T)))))
-    s = (g.random((3, T, 2)) < p[..., None]).astype(float)
-    fam = np.repeat([f"f{k}" for k in range(n_clusters)], size)
-    return xr.Dataset(
-        {"score": (("agent", "task", "run"), s)},
-        coords={"agent": ["a", "b", "c"], "cluster": ("task", fam, {"source_column": "family"})},
-    )
 
 
 def test_plan_states_the_ratio_its_range_and_the_clustered_figures_by_hand(monkeypatch):
