@@ -48,7 +48,7 @@ def test_the_fit_data_check_compares_a_horizon_fits_design_too():
     fit = xr.DataTree()
     fit.attrs["hierbench_spec"] = json.dumps({"model": info["model"], "options": info["options"]}, default=str)
     want = info["design"].fingerprint()  # the builder's own design of this log
-    assert _formula_diff(fit, ds, want) == (True, [])
+    assert _formula_diff(fit, ds, want) == (True, [], None)
     other = ds.assign(score=1.0 - ds["score"])
-    same, why = _formula_diff(fit, other, want)
-    assert not same and "is not the fit's" in why[0]
+    same, why, unbuilt = _formula_diff(fit, other, want)
+    assert not same and "is not the fit's" in why[0] and unbuilt is None
