@@ -231,7 +231,7 @@ def test_log_concatenated_twice_is_refused(log, tmp_path):
     n_repeats = len(rows) - len(set(rows))  # records equal to an earlier one, counted by hand
     p = tmp_path / "twice.csv"
     twice.to_csv(p, index=False)
-    with pytest.raises(EvalDataError, match=rf"duplicate records in .*twice\.csv: {n_repeats} of 120 records repeat an earlier record.*multiple of 2 times.*would make 60 of them copies.*run=.*duplicates='drop'"):
+    with pytest.raises(EvalDataError, match=rf"duplicate records in .*twice\.csv: {n_repeats} of 120 records repeat an earlier record.*multiple of 2 times.*would make 60 of them copies.*`run`.*duplicates='drop'"):
         from_records(p)
     sorted_twice = twice.sort_values(["agent", "task"])  # the copies need not be in blocks
     with pytest.raises(EvalDataError, match=r"duplicate records in DataFrame"):
