@@ -80,7 +80,6 @@ from ..._numerics import BootstrapTrend
 from ..._numerics import TrendPoints
 from ..._numerics import bootstrap_doubling_times
 from ..._numerics import extrapolated_cells
-from ..._numerics import extrapolated_note
 from ..._numerics import horizon_or_limit
 from ..._numerics import limit_flags
 from ..._numerics import limit_quantiles
@@ -127,7 +126,17 @@ class TimeHorizonResult(Result):
     estimate : DataArray (agent, success)
         Horizon in human minutes at each success probability.
     ci : DataArray (agent, success, ci_bound)
-        Hierarchical-bootstrap percentile intervals.
+        Hierarchical-bootstrap percentile intervals. Coverage of the nominal
+        95% interval in a simulation of METR's design (its 83 task lengths in
+        36 families, 8 runs, METR's weights and penalty; 1,200 simulated
+        agents, 400 resamples; Monte Carlo se at most 0.008) of the 50% (80%)
+        horizon: with the default levels, 0.993 (0.989) for a pure logistic
+        curve and 0.969 (0.971) with family and task effects (sd 1 on the
+        logit), conservative as the bootstrap counts the within-family and
+        run variation again at each level; with ``levels=("task", "run")``,
+        0.986 (0.974) and 0.914 (0.917), short where the tasks of a family
+        share an effect. At 80% the penalty pulls the estimate: in a
+        GPT-4o-like case 0.246 minutes against 0.349 for the curve.
     coef : DataArray (agent, param)
         ``intercept`` and ``slope`` (per doubling of the task length).
     resamples : DataArray (resample, agent, success)
@@ -135,16 +144,18 @@ class TimeHorizonResult(Result):
         with one outcome or a slope not negative (the limit horizon), NaN
         where it was left out (see ``n_skipped``).
     options : dict
-        The settings, and ``minutes_range``: the shortest and longest task
-        run (minutes), beyond which a horizon is an extrapolation.
+        The settings; ``minutes_range``: the shortest and longest task any
+        agent ran (minutes); ``agent_minutes_range``: per agent, those of
+        the tasks it ran, beyond which its horizon is an extrapolation.
     n_undefined : DataArray (agent)
         Replicates in which the agent took a limit horizon (0 or infinite).
     n_skipped : DataArray (agent)
         Replicates left out for the agent: its drawn tasks had fewer than 2
         lengths, or its fit did not converge with a negative slope.
     extrapolated : DataArray (agent, success)
-        Whether the estimate lies outside ``minutes_range`` (a finite,
-        positive horizon read off the line beyond the data).
+        Whether the estimate lies outside the agent's own task lengths
+        (``agent_minutes_range``: a finite, positive horizon read off its
+        line beyond its data).
     fit_check : Dataset or None
         Whether the logistic curve describes each agent's tasks: per
         ``(agent, bin)`` of task length ``observed`` and ``fitted`` weighted
@@ -174,11 +185,17 @@ class TimeHorizonResult(Result):
     _repr_floor: ClassVar[float | None] = 0.01  # a limit horizon (3.9e-110 minutes) reads "<0.01"
 
     def _cell_notes(self) -> xr.DataArray | None:
-        """Which end of the task lengths (``options["minutes_range"]``) an extrapolated horizon passes."""
+        """Which end of the agent's task lengths (``options["agent_minutes_range"]``) an extrapolated horizon passes.
+
+        A result without per-agent ranges (built by hand) reads ``options["minutes_range"]`` for every agent.
+        """
         if self.extrapolated is None:
             return None
         est = self.estimate
-        return est.copy(data=extrapolated_cells(est.values, self.options.get("minutes_range"))).rename(None)
+        own = self.options.get("agent_minutes_range") or {}
+        pooled = self.options.get("minutes_range")
+        rows = [extrapolated_cells(est.values[i], own.get(str(a), pooled)) for i, a in enumerate(est["agent"].values)]
+        return est.copy(data=np.stack(rows).reshape(est.shape) if rows else est.values.astype(object)).rename(None)
 
     def _repr_lines(self) -> list[str]:
         lines = super()._repr_lines() + _misfit_line(self.fit_check)
@@ -317,15 +334,9 @@ def metr_run_weights(data: xr.Dataset, *, family: str = "cluster") -> xr.DataArr
 
 
 def _weights(data: xr.Dataset, weights: Any, family: str, n: np.ndarray) -> np.ndarray:
-    """The weight of one run of each (agent, task) cell, ``(A, T)``."""
+    """The weight of one run of each (agent, task) cell, ``(A, T)``, summing to one over each agent's runs."""
     if isinstance(weights, xr.DataArray):
-        w = np.asarray(weights.transpose("agent", "task", "run").values, dtype=float)
-        per_cell = np.nanmax(np.where(np.isfinite(w), w, -np.inf), axis=-1)
-        spread = np.nanmin(np.where(np.isfinite(w), w, np.inf), axis=-1)
-        ok = n > 0
-        if np.any(ok & (np.abs(per_cell - spread) > 1e-12 * np.abs(per_cell))):
-            raise HierbenchError("`weights`: runs of one (agent, task) cell must share one weight")
-        return np.where(ok, per_cell, 0.0)
+        return _given_weights(data, weights, n)
     if weights == "invsqrt":
         w = metr_run_weights(data, family=family).values
         return np.where(n > 0, np.nanmax(np.nan_to_num(w, nan=-1.0), axis=-1), 0.0)
@@ -334,6 +345,37 @@ def _weights(data: xr.Dataset, weights: Any, family: str, n: np.ndarray) -> np.n
         tot = (cell * n).sum(1, keepdims=True)
         return cell / tot
     raise HierbenchError(f"`weights` must be 'invsqrt', 'equal', None or a DataArray of run weights; got {weights!r}")
+
+
+def _given_weights(data: xr.Dataset, weights: xr.DataArray, n: np.ndarray) -> np.ndarray:
+    """Run weights given per run, one per (agent, task) cell, normalised to sum to one over each agent's runs.
+
+    The fit's penalty ``regularization / 2 x b^2`` is set against a weighted
+    log-loss whose weights sum to one per agent (METR asserts it); weights
+    of another scale would change the slope's pull and so the horizon. A run
+    whose weight is missing, negative or infinite, or an agent whose weights
+    sum to 0, is refused.
+    """
+    agents = np.asarray(data["agent"].values).astype(str)
+    w = np.asarray(weights.transpose("agent", "task", "run").values, dtype=float)
+    run = np.isfinite(np.asarray(data["score"].transpose("agent", "task", "run").values, dtype=float))
+    bad = run & ~(np.isfinite(w) & (w >= 0))
+    if bad.any():
+        a, t, _ = np.nonzero(bad)
+        raise HierbenchError(f"`weights`: every run needs a finite weight >= 0; {int(bad.sum())} runs have "
+                             f"{np.unique(w[bad]).tolist()[:5]} (first: agent {agents[a[0]]!r}, task index {t[0]})")  # fmt: skip
+    per_cell = np.where(run, w, -np.inf).max(-1)
+    spread = np.where(run, w, np.inf).min(-1)
+    ok = n > 0
+    if np.any(ok & (np.abs(per_cell - spread) > 1e-12 * np.abs(per_cell))):
+        raise HierbenchError("`weights`: runs of one (agent, task) cell must share one weight")
+    cell = np.where(ok, per_cell, 0.0)
+    tot = (cell * n).sum(1, keepdims=True)
+    zero = ok.any(1) & (tot[:, 0] <= 0)
+    if zero.any():
+        raise HierbenchError(f"`weights`: the runs of agents {agents[zero].tolist()} weigh 0 in all; each agent's "
+                             "weights are normalised to sum to one, so each needs a positive weight")  # fmt: skip
+    return ratio(cell, tot, 0.0)
 
 
 def _fit_logistic(x: np.ndarray, W1: np.ndarray, W0: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
@@ -391,11 +433,11 @@ def _separation(x: np.ndarray, W1: np.ndarray, W0: np.ndarray) -> np.ndarray:
     return np.where(s_hi <= f_lo, -1, np.where(f_hi <= s_lo, 1, 0))
 
 
-def _horizons(coef: np.ndarray, success: np.ndarray, x_short: float) -> np.ndarray:
+def _horizons(coef: np.ndarray, success: np.ndarray, x_short: np.ndarray) -> np.ndarray:
     """Minutes at each success probability, the limit (0 / inf) where the slope is not negative.
 
-    The limit is ``inf`` where the line's success at ``x_short`` (the
-    shortest task's ``log2`` minutes) is at least p, else 0.
+    The limit is ``inf`` where the line's success at ``x_short`` (per agent
+    ``(A, 1)``, the ``log2`` minutes of the shortest task it ran) is at least p, else 0.
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         x = (np.log(success / (1 - success))[None, :] - coef[:, :1]) / coef[:, 1:]
@@ -409,21 +451,26 @@ def _spread(x: np.ndarray, ran: np.ndarray) -> np.ndarray:
 
 
 def _resample(
-    codes: np.ndarray, s: np.ndarray, n: np.ndarray, levels: set[str], gen: np.random.Generator
+    codes: np.ndarray | None, s: np.ndarray, n: np.ndarray, levels: set[str], gen: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One hierarchical replicate: task indices drawn (families, then tasks) and run sums per (agent, draw)."""
-    T = codes.size
+    """One replicate: task indices drawn and run sums per (agent, draw).
+
+    With ``"family"`` in ``levels`` the families (``codes``) are drawn, then
+    (``"task"``) tasks within each drawn family. Without it (``codes`` None)
+    ``"task"`` draws tasks from all the tasks of the data, families ignored,
+    as METR's ``bootstrap_sample`` does over ``task_id``. ``"run"``: each
+    drawn copy's runs are drawn again.
+    """
+    T = s.shape[1]
     if "family" in levels:
-        fams = gen.integers(0, codes.max() + 1, codes.max() + 1)
+        F = codes.max() + 1
+        members = [np.flatnonzero(codes == f) for f in range(F)]
+        picks = [members[f][gen.integers(0, members[f].size, members[f].size)] if "task" in levels else members[f]
+                 for f in gen.integers(0, F, F)]  # fmt: skip
+        idx = np.concatenate(picks) if picks else np.zeros(0, np.intp)
+    elif "task" in levels:
+        idx = gen.integers(0, T, T)
     else:
-        fams = np.arange(codes.max() + 1)
-    members = [np.flatnonzero(codes == f) for f in range(codes.max() + 1)]
-    picks = []
-    for f in fams:
-        mem = members[f]
-        picks.append(mem[gen.integers(0, mem.size, mem.size)] if "task" in levels else mem)
-    idx = np.concatenate(picks) if picks else np.zeros(0, np.intp)
-    if "family" not in levels and "task" not in levels:
         idx = np.arange(T)
     ss, nn = s[:, idx, :], n[:, idx]
     if "run" in levels:
@@ -501,8 +548,9 @@ def time_horizon(
     success : sequence of float
         Success probabilities of the horizons (METR: 0.5 and 0.8).
     weights : {"invsqrt", "equal", None} or DataArray
-        Run weights: METR's ``invsqrt_task_weight`` (:func:`metr_run_weights`), each task
-        equal (``1 / n_at``), each run equal, or given per run (normalised per agent as given).
+        Run weights: METR's ``invsqrt_task_weight`` (:func:`metr_run_weights`), each task equal (``1 / n_at``),
+        each run equal, or given per run (one per agent and task; normalised to sum to one per agent, as the
+        penalty assumes).
     family : str
         The task coord naming task families (for the weights and the bootstrap).
     regularization : float
@@ -510,7 +558,8 @@ def time_horizon(
     n_resamples : int
         Bootstrap replicates (METR: 1000); 0 for none (NaN intervals).
     levels : sequence of {"family", "task", "run"}
-        What the bootstrap resamples, outer to inner.
+        What the bootstrap resamples, outer to inner (without ``"family"``,
+        tasks are drawn from all the tasks, as METR's code does).
     %(prob)s
     rng : None, int or numpy.random.Generator
         Seeds the bootstrap.
@@ -526,12 +575,12 @@ def time_horizon(
     Warns
     -----
     ExtremeHorizonWarning
-        An agent that failed (succeeded on) every run: horizon 0 (infinite).
+        An agent that failed (succeeded on) every run: horizon 0 (infinite), interval [0, 0] ([inf, inf]).
     UndefinedWarning
         A fitted slope not negative, tasks of fewer than 2 lengths, or a fit
         that did not converge (separated outcomes without a penalty): NaN.
     ExtrapolatedHorizonWarning
-        A horizon outside the task lengths run (marked in ``extrapolated``).
+        A horizon outside the lengths of the tasks the agent ran (marked in ``extrapolated``).
     SmallSampleWarning
         Few outer units: families worth < 20 equal ones, or < 10 tasks (also in ``ci_detail``).
 
@@ -539,7 +588,9 @@ def time_horizon(
     -----
     A replicate in which an agent had one outcome or a slope not negative
     enters at the limit horizon (0, or infinite where success at the
-    shortest task is at least p), counted in ``n_undefined`` and ``ci_detail``.
+    agent's shortest task is at least p), counted in ``n_undefined`` and
+    ``ci_detail``. An extreme agent's interval, METR's, measures no
+    uncertainty (warned). Coverage: :class:`TimeHorizonResult`'s ``ci``.
 
     Examples
     --------
@@ -562,20 +613,51 @@ def time_horizon(
     w_cell = _weights(data, weights, family, n)
     y = np.where(np.isfinite(s), s, 0.0).sum(-1)
     agents = np.asarray(data["agent"].values).astype(str)
-    ran = (n > 0).any(0)
-    x_short = float(x[ran].min()) if ran.any() else np.nan
+    x_short, ranges = _own_lengths(x, n)
     coef, conv = _fit_logistic(x, w_cell * y, w_cell * (n - y), regularization)
-    extreme = np.where((w_cell * y).sum(1) == 0, -1, np.where((w_cell * (n - y)).sum(1) == 0, 1, 0))
-    est = _horizons(coef, succ, x_short)
-    est[extreme < 0], est[extreme > 0] = 0.0, np.inf
-    est[_undefined_agents(agents, coef, conv, extreme, _spread(x, n > 0), regularization, (n > 0).any(1))] = np.nan
-    lengths = [float(2**x_short), float(2 ** x[ran].max())] if ran.any() else []
-    if note := extrapolated_note(agents, succ, est, lengths):
-        warn_user(note, ExtrapolatedHorizonWarning)
+    est = _point_horizons(agents, succ, coef, conv, (x, n, w_cell, y), x_short, ranges, regularization)
     boot = _bootstrap(data, family, s, n, x, w_cell, succ, regularization, n_resamples, lv, as_rng(rng), x_short)
     check = _fit_check(data, family, agents, (x, n, w_cell, y), coef, conv, regularization, n_resamples, n_bins, rng)
     few = _few_units(data, family, n, lv, prob) if n_resamples else ""
-    return with_counts_hash(_horizon_result(agents, succ, est, coef, boot, prob, lv, (weights, regularization, lengths, few), check), data, rng)
+    ran = (n > 0).any(0)
+    lengths = [float(2 ** x[ran].min()), float(2 ** x[ran].max())] if ran.any() else []
+    settings = (weights, regularization, lengths, ranges, few)
+    return with_counts_hash(_horizon_result(agents, succ, est, coef, boot, prob, lv, settings, check), data, rng)
+
+
+def _own_lengths(x: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per agent, the ``log2`` minutes of the shortest task it ran ``(A, 1)`` and its tasks' minutes range ``(A, 2)``.
+
+    NaN for an agent that ran no task. The limit rule (success at the
+    shortest task) and the extrapolation flag read the agent's own tasks.
+    """
+    ran = n > 0
+    with np.errstate(invalid="ignore"):
+        lo, hi = np.where(ran, x, np.inf).min(1), np.where(ran, x, -np.inf).max(1)
+    lo, hi = np.where(ran.any(1), lo, np.nan), np.where(ran.any(1), hi, np.nan)
+    return lo[:, None], np.column_stack([2.0**lo, 2.0**hi])
+
+
+def _point_horizons(agents, succ, coef, conv, arrays, x_short, ranges, lam) -> np.ndarray:
+    """The point horizons ``(agent, success)``: limits for extreme agents, NaN where undefined; each case warned."""
+    x, n, w_cell, y = arrays
+    extreme = np.where((w_cell * y).sum(1) == 0, -1, np.where((w_cell * (n - y)).sum(1) == 0, 1, 0))
+    est = _horizons(coef, succ, x_short)
+    est[extreme < 0], est[extreme > 0] = 0.0, np.inf
+    est[_undefined_agents(agents, coef, conv, extreme, _spread(x, n > 0), lam, (n > 0).any(1))] = np.nan
+    out = _outside_own(est, ranges)
+    if out.any():
+        which = "; ".join(f"{agents[i]} {est[i, j]:.3g} at {succ[j]:g}, its tasks {ranges[i, 0]:.4g}-{ranges[i, 1]:.4g} "
+                          "minutes" for i, j in zip(*np.nonzero(out), strict=True))  # fmt: skip
+        warn_user(f"agents {agents[out.any(1)].tolist()} have horizons outside the lengths of the tasks they ran "
+                  f"({which}): each is read off the agent's fitted line beyond its data, so it rests on the slope "
+                  "(and on the penalty on it) rather than on runs at that length", ExtrapolatedHorizonWarning)  # fmt: skip
+    return est
+
+
+def _outside_own(est: np.ndarray, ranges: np.ndarray) -> np.ndarray:
+    """Per (agent, success): a finite, positive horizon outside the agent's own task lengths ``ranges[agent]``."""
+    return np.stack([outside_lengths(est[i], ranges[i]) for i in range(est.shape[0])]).reshape(est.shape)
 
 
 def _few_units(data: xr.Dataset, family: str, n: np.ndarray, lv: set, prob: float) -> str:
@@ -602,9 +684,12 @@ def _undefined_agents(agents, coef, conv, extreme, spread, lam, ran) -> np.ndarr
 
     ``ran`` (agent): whether the agent ran any task of the data.
     """
-    for sign, what in ((-1, "failed every run (horizon 0)"), (1, "succeeded on every run (horizon infinite)")):
+    for sign, what, end, other in ((-1, "failed every run (horizon 0)", "0", "a horizon above 0"),
+                                   (1, "succeeded on every run (horizon infinite)", "inf", "a finite horizon")):
         if np.any((extreme == sign) & spread):
-            warn_user(f"agents {agents[(extreme == sign) & spread].tolist()} {what}", ExtremeHorizonWarning)
+            warn_user(f"agents {agents[(extreme == sign) & spread].tolist()} {what}. Every bootstrap resample of "
+                      f"their runs does too, so their interval is [{end}, {end}] by METR's convention: it measures no "
+                      f"uncertainty (their runs do not rule out {other})", ExtremeHorizonWarning)
     causes = [
         (~ran, "ran no task of this data (estimate and interval NaN)"),
         (~spread & ran, "ran tasks of fewer than 2 distinct lengths: the slope, and so the horizon, is not "
@@ -625,7 +710,7 @@ def _undefined_agents(agents, coef, conv, extreme, spread, lam, ran) -> np.ndarr
 
 def _bootstrap(data, family, s, n, x, w_cell, succ, lam, n_resamples, lv, gen, x_short) -> tuple:
     """Replicate horizons ``(resample, agent, success)``, with per agent the limit and the skipped counts."""
-    codes, _ = cluster_codes(data, family, missing="singleton", name="family")
+    codes = cluster_codes(data, family, missing="singleton", name="family")[0] if "family" in lv else None
     A = s.shape[0]
     out = np.full((n_resamples, A, succ.size), np.nan)
     n_limit, n_skip = np.zeros(A, int), np.zeros(A, int)
@@ -647,7 +732,7 @@ def _bootstrap(data, family, s, n, x, w_cell, succ, lam, n_resamples, lv, gen, x
 
 def _horizon_result(agents, succ, est, coef, boot, prob, lv, settings, check=None) -> TimeHorizonResult:
     boot, n_limit, n_skip = boot
-    weights, lam, lengths, few = settings
+    weights, lam, lengths, ranges, few = settings
     n_resamples = boot.shape[0]
     coords = {"agent": agents, "success": succ}
     da = xr.DataArray(est, dims=("agent", "success"), coords=coords, name="estimate")
@@ -659,25 +744,68 @@ def _horizon_result(agents, succ, est, coef, boot, prob, lv, settings, check=Non
     def per_agent(c: np.ndarray) -> str:
         return ", ".join(f"{a} {int(k)}" for a, k in zip(agents, c, strict=True) if k) or "none"
 
-    ci = make_interval(q[0], q[1], prob=prob, kind="percentile", template=da, warn_zero_width=False,
-                       detail=f"hierarchical bootstrap over {' > '.join(order)}, {n_resamples} resamples (METR's "
-                       "method); an agent with one outcome or a slope not negative in a resample enters it at the "
-                       "limit horizon (0, or infinite where its fitted success at the shortest task is at least p): "
+    why, pinned_note = _limit_intervals(agents, est, q)
+    ci = make_interval(q[0], q[1], prob=prob, kind="percentile", template=da, zero_width_why=why,
+                       detail=f"hierarchical bootstrap over {_levels_text(order)}, {n_resamples} resamples "
+                       f"(METR's method{_coverage_text(order)}); an agent with one outcome or a slope not negative in a resample enters it at the "
+                       "limit horizon (0, or infinite where its fitted success at its shortest task is at least p): "
                        f"{per_agent(n_limit)} of {n_resamples}; left out (fewer than 2 task lengths, or a fit that did "
-                       f"not converge with a negative slope): {per_agent(n_skip)}" + (f"; {few}" if few else ""))  # fmt: skip
+                       f"not converge with a negative slope): {per_agent(n_skip)}" + pinned_note
+                       + (f"; {few}" if few else ""))  # fmt: skip
     by_agent = {"dims": "agent", "coords": {"agent": agents}}
     return TimeHorizonResult(
         estimate=da, ci=ci,
         coef=xr.DataArray(coef, dims=("agent", "param"), coords={"agent": agents, "param": ["intercept", "slope"]}),
         resamples=xr.DataArray(boot, dims=("resample", "agent", "success"), coords=coords, name="resamples"),
-        options={"weights": weights if isinstance(weights, str | None) else "given", "regularization": lam,
-                 "levels": order, "n_resamples": n_resamples, "minutes_range": lengths},
+        options={"weights": weights if isinstance(weights, str | None) else "given (normalised per agent)",
+                 "regularization": lam, "levels": order, "n_resamples": n_resamples, "minutes_range": lengths,
+                 "agent_minutes_range": {a: r.tolist() for a, r in zip(agents, ranges, strict=True)}},
         n_undefined=xr.DataArray(n_limit, name="n_undefined", **by_agent),
         n_skipped=xr.DataArray(n_skip, name="n_skipped", **by_agent),
-        extrapolated=xr.DataArray(outside_lengths(est, lengths), dims=("agent", "success"), coords=coords,
+        extrapolated=xr.DataArray(_outside_own(est, ranges), dims=("agent", "success"), coords=coords,
                                   name="extrapolated"),
         fit_check=check,
     )  # fmt: skip
+
+
+def _limit_intervals(agents: np.ndarray, est: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, str]:
+    """The intervals a limit horizon decides alone: per cell why (for ``make_interval``'s warning), a ci_detail note.
+
+    An agent that failed (succeeded on) every run has every resample at 0
+    (infinite): METR's code gives it the interval [0, 0] ([inf, inf]) and so
+    does this one, said here. ``make_interval`` warns of the finite ones; the
+    infinite ones are in the ``ExtremeHorizonWarning``.
+    """
+    with np.errstate(invalid="ignore"):
+        flat = q[0] == q[1]
+    pinned = flat & ((q[0] == 0) | np.isposinf(q[0]))
+    why = np.where(pinned & (est == q[0]), "every resample at the limit horizon, as the estimate: METR's convention, "
+                   "not a measured interval", np.where(pinned, "the resamples at the limit horizon decide both "
+                                                        "bounds", "every resample gave this horizon"))  # fmt: skip
+    if not pinned.any():
+        return why, ""
+    named = "; ".join(f"{', '.join(agents[pinned.any(1) & (q[0] == v).any(1)])} [{t}, {t}]"
+                      for v, t in ((0.0, "0"), (np.inf, "inf")) if (pinned & (q[0] == v)).any())  # fmt: skip
+    return why, (f"; not a measured interval (the limit horizon decides both bounds, METR's convention): "
+                         f"{named}")
+
+
+def _levels_text(order: list[str]) -> str:
+    """What the bootstrap resampled, outer to inner."""
+    if "task" in order and "family" not in order:
+        return " > ".join(order) + " (tasks drawn from all the tasks, families ignored, as METR's code does)"
+    return " > ".join(order)
+
+
+def _coverage_text(order: list[str]) -> str:
+    """The interval's coverage on METR's design where simulated (``time_horizon``'s Notes), else ``""``."""
+    if order == ["family", "task", "run"]:
+        return ("; conservative: it counts the within-family and run variation again at each level, and a nominal 95% "
+                "interval covered 0.97-0.99 in simulations of METR's design")
+    if order == ["task", "run"]:
+        return ("; where a family's tasks share an effect it covers less, a nominal 95% interval "
+                "0.91 in a simulation of METR's design")
+    return ""
 
 
 # --------------------------------------------------------------------------- trend
