@@ -245,22 +245,39 @@ def horizon_or_limit(x: np.ndarray, slope: np.ndarray, reaches: np.ndarray) -> n
     return np.where(np.isnan(slope), np.nan, np.where(neg, h, np.where(reaches, np.inf, 0.0)))
 
 
-def outside_lengths(h: np.ndarray, lengths: Sequence[float] | None) -> np.ndarray:
-    """Which finite, positive horizons lie outside the task lengths ``(shortest, longest)`` (0 and inf are limits, not extrapolations).
+def _ends(lengths: Any, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The shortest and longest task of each horizon: one ``(shortest, longest)`` pair, or one row per agent ``(A, 2)``."""
+    if lengths is None or len(lengths) == 0:
+        return None
+    L = np.asarray(lengths, dtype=float)
+    if L.ndim == 1:
+        return (np.full(shape, L[0]), np.full(shape, L[1])) if L.size == 2 else None
+    lo, hi = L[:, 0].reshape((-1,) + (1,) * (len(shape) - 1)), L[:, 1].reshape((-1,) + (1,) * (len(shape) - 1))
+    return np.broadcast_to(lo, shape), np.broadcast_to(hi, shape)
+
+
+def outside_lengths(h: np.ndarray, lengths: Any) -> np.ndarray:
+    """Which finite, positive horizons lie outside the task lengths (0 and inf are limits, not extrapolations).
+
+    ``lengths``: ``(shortest, longest)`` for every horizon, or one such row per agent (the
+    first axis of ``h``): the lengths of the tasks that agent ran.
 
     Examples
     --------
     >>> outside_lengths(np.array([0.5, 2.0, 0.0, np.inf, 9.0]), (1.0, 8.0)).tolist()
     [True, False, False, False, True]
+    >>> outside_lengths(np.array([[0.5], [0.5]]), [[1.0, 8.0], [0.25, 8.0]]).tolist()
+    [[True], [False]]
     """
     h = np.asarray(h, dtype=float)
-    if lengths is None or len(lengths) != 2:
+    ends = _ends(lengths, h.shape)
+    if ends is None:
         return np.zeros(h.shape, bool)
     fin = np.isfinite(h) & (h > 0)
-    return fin & ((h < float(lengths[0])) | (h > float(lengths[1])))
+    return fin & ((h < ends[0]) | (h > ends[1]))
 
 
-def extrapolated_cells(h: np.ndarray, lengths: Sequence[float] | None) -> np.ndarray:
+def extrapolated_cells(h: np.ndarray, lengths: Any) -> np.ndarray:
     """Per horizon, the repr's note of an extrapolation (:func:`outside_lengths`): which end it passes; ``""`` inside.
 
     Examples
@@ -270,20 +287,22 @@ def extrapolated_cells(h: np.ndarray, lengths: Sequence[float] | None) -> np.nda
     """
     h = np.asarray(h, dtype=float)
     out = np.full(h.shape, "", dtype=object)
-    if lengths is None or len(lengths) != 2:
+    ends = _ends(lengths, h.shape)
+    if ends is None:
         return out
-    lo, hi = float(lengths[0]), float(lengths[1])
     beyond = outside_lengths(h, lengths)
-    out[beyond & (h < lo)] = f"extrapolated: below the shortest task, {lo:g} minute{'' if lo == 1 else 's'}"
-    out[beyond & (h > hi)] = f"extrapolated: beyond the longest task, {hi:g} minute{'' if hi == 1 else 's'}"
+    for idx in zip(*np.nonzero(beyond), strict=True):
+        lo, hi = float(ends[0][idx]), float(ends[1][idx])
+        out[idx] = (f"extrapolated: below the shortest task, {lo:g} minute{'' if lo == 1 else 's'}" if h[idx] < lo
+                    else f"extrapolated: beyond the longest task, {hi:g} minute{'' if hi == 1 else 's'}")  # fmt: skip
     return out
 
 
-def extrapolated_note(agents: Sequence[Any], success: Sequence[float], h: np.ndarray,
-                      lengths: Sequence[float] | None) -> str:  # fmt: skip
+def extrapolated_note(agents: Sequence[Any], success: Sequence[float], h: np.ndarray, lengths: Any) -> str:
     """The notice both ``time_horizon`` functions give for horizons ``(agent, success)`` outside the task lengths.
 
-    Empty when none is (:func:`outside_lengths`).
+    ``lengths`` as :func:`outside_lengths` takes them (one pair, or one row per agent: the
+    tasks each agent ran). Empty when none is outside.
 
     Examples
     --------
@@ -294,9 +313,15 @@ def extrapolated_note(agents: Sequence[Any], success: Sequence[float], h: np.nda
     if not out.any():
         return ""
     names = np.asarray([str(a) for a in agents])
-    which = "; ".join(f"{names[i]} {h[i, j]:.3g} at {float(success[j]):g}" for i, j in zip(*np.nonzero(out), strict=True))
-    lo, hi = float(lengths[0]), float(lengths[1])
-    return (f"agents {names[out.any(1)].tolist()} have horizons outside the {lo:g}-{hi:g} minutes of the tasks measured "
+    L = np.asarray(lengths, dtype=float)
+    if L.ndim == 1:
+        which = "; ".join(f"{names[i]} {h[i, j]:.3g} at {float(success[j]):g}" for i, j in zip(*np.nonzero(out), strict=True))
+        where = f"the {L[0]:g}-{L[1]:g} minutes of the tasks measured"
+    else:
+        which = "; ".join(f"{names[i]} {h[i, j]:.3g} at {float(success[j]):g}, its tasks {L[i, 0]:.4g}-{L[i, 1]:.4g} "
+                          "minutes" for i, j in zip(*np.nonzero(out), strict=True))  # fmt: skip
+        where = "the lengths of the tasks they ran"
+    return (f"agents {names[out.any(1)].tolist()} have horizons outside {where} "
             f"({which}): each is read off the agent's fitted line beyond its data, so it rests on the slope (and on any "
             "penalty or prior on it) rather than on runs at that length")
 

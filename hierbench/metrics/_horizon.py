@@ -68,7 +68,8 @@ class PosteriorHorizonResult(DrawsResult):
     ``ci`` (equal-tailed) over ``(agent, success)``, as :class:`hierbench.freq.TimeHorizonResult`;
     ``draws(chain, draw, agent, success)``; ``n_undefined(agent)``: draws whose slope is not
     negative (at the limit horizon, 0 or infinite); ``minutes_range``: the shortest and longest
-    task in the design (minutes); ``extrapolated(agent, success)``: the estimate lies outside it.
+    task in the design (minutes); ``agent_minutes_range``: per agent (in ``estimate``'s order),
+    those of the tasks it ran; ``extrapolated(agent, success)``: the estimate lies outside them.
     """
 
     estimate: xr.DataArray
@@ -76,16 +77,18 @@ class PosteriorHorizonResult(DrawsResult):
     n_undefined: xr.DataArray
     minutes_range: list = field(default_factory=list)
     extrapolated: xr.DataArray | None = None
+    agent_minutes_range: list = field(default_factory=list)
 
     _estimate_label: ClassVar[str] = "horizon in human minutes"
     _repr_floor: ClassVar[float | None] = 0.01  # a limit horizon (3.9e-110 minutes) reads "<0.01"
 
     def _cell_notes(self) -> xr.DataArray | None:
-        """Which end of the task lengths (``minutes_range``) an extrapolated horizon passes."""
+        """Which end of the agent's task lengths (``agent_minutes_range``) an extrapolated horizon passes."""
         if self.extrapolated is None:
             return None
         est = self.estimate
-        return est.copy(data=extrapolated_cells(est.values, self.minutes_range)).rename(None)
+        own = self.agent_minutes_range
+        return est.copy(data=extrapolated_cells(est.values, own if own else self.minutes_range)).rename(None)
 
     def _repr_lines(self) -> list[str]:
         lines = super()._repr_lines()
@@ -193,7 +196,7 @@ def time_horizon(
         least p), counted per agent; the repr flags an agent past
         ``(1 - prob) / 2`` of the draws (the limit then decides a bound).
     ExtrapolatedHorizonWarning
-        A posterior median outside the design's task lengths.
+        A posterior median outside the lengths of the tasks the agent ran.
     """
     design, prob = as_design(design), check_prob(prob)
     succ = np.atleast_1d(np.asarray(success, dtype=float))
@@ -224,13 +227,16 @@ def time_horizon(
                        "enters at the limit horizon (0, or infinite where the agent's success at the shortest task is "
                        f"at least p): {which or 'none'} of {b.shape[0]}")  # fmt: skip
     lengths = [float(2.0 ** logs.min()), float(2.0 ** logs.max())]
-    note = extrapolated_note(agents, succ, q[0], lengths)
+    codes = np.unique(design.agent_index)
+    own = np.array([[2.0 ** logs[design.agent_index == c].min(), 2.0 ** logs[design.agent_index == c].max()]
+                    for c in codes])  # the lengths of the tasks each agent ran  # fmt: skip
+    note = extrapolated_note(agents, succ, q[0], own)
     if note:
         warn_user(note, ExtrapolatedHorizonWarning)
     nu = xr.DataArray(limit, dims="agent", coords={"agent": agents}, name="n_undefined")
-    out = xr.DataArray(outside_lengths(q[0], lengths), dims=("agent", "success"), coords=coords, name="extrapolated")
+    out = xr.DataArray(outside_lengths(q[0], own), dims=("agent", "success"), coords=coords, name="extrapolated")
     return PosteriorHorizonResult(estimate=est, ci=ci, draws=draws, n_undefined=nu, minutes_range=lengths,
-                                  extrapolated=out)  # fmt: skip
+                                  extrapolated=out, agent_minutes_range=own.tolist())  # fmt: skip
 
 
 def doubling_time(

@@ -80,6 +80,7 @@ from ..._numerics import BootstrapTrend
 from ..._numerics import TrendPoints
 from ..._numerics import bootstrap_doubling_times
 from ..._numerics import extrapolated_cells
+from ..._numerics import extrapolated_note
 from ..._numerics import horizon_or_limit
 from ..._numerics import limit_flags
 from ..._numerics import limit_quantiles
@@ -194,8 +195,9 @@ class TimeHorizonResult(Result):
         est = self.estimate
         own = self.options.get("agent_minutes_range") or {}
         pooled = self.options.get("minutes_range")
-        rows = [extrapolated_cells(est.values[i], own.get(str(a), pooled)) for i, a in enumerate(est["agent"].values)]
-        return est.copy(data=np.stack(rows).reshape(est.shape) if rows else est.values.astype(object)).rename(None)
+        rows = [own.get(str(a), pooled) for a in est["agent"].values]
+        ranges = np.asarray(rows, dtype=float) if rows and all(r is not None and len(r) == 2 for r in rows) else pooled
+        return est.copy(data=extrapolated_cells(est.values, ranges)).rename(None)
 
     def _repr_lines(self) -> list[str]:
         lines = super()._repr_lines() + _misfit_line(self.fit_check)
@@ -645,19 +647,9 @@ def _point_horizons(agents, succ, coef, conv, arrays, x_short, ranges, lam) -> n
     est = _horizons(coef, succ, x_short)
     est[extreme < 0], est[extreme > 0] = 0.0, np.inf
     est[_undefined_agents(agents, coef, conv, extreme, _spread(x, n > 0), lam, (n > 0).any(1))] = np.nan
-    out = _outside_own(est, ranges)
-    if out.any():
-        which = "; ".join(f"{agents[i]} {est[i, j]:.3g} at {succ[j]:g}, its tasks {ranges[i, 0]:.4g}-{ranges[i, 1]:.4g} "
-                          "minutes" for i, j in zip(*np.nonzero(out), strict=True))  # fmt: skip
-        warn_user(f"agents {agents[out.any(1)].tolist()} have horizons outside the lengths of the tasks they ran "
-                  f"({which}): each is read off the agent's fitted line beyond its data, so it rests on the slope "
-                  "(and on the penalty on it) rather than on runs at that length", ExtrapolatedHorizonWarning)  # fmt: skip
+    if note := extrapolated_note(agents, succ, est, ranges):  # each agent's own task lengths
+        warn_user(note, ExtrapolatedHorizonWarning)
     return est
-
-
-def _outside_own(est: np.ndarray, ranges: np.ndarray) -> np.ndarray:
-    """Per (agent, success): a finite, positive horizon outside the agent's own task lengths ``ranges[agent]``."""
-    return np.stack([outside_lengths(est[i], ranges[i]) for i in range(est.shape[0])]).reshape(est.shape)
 
 
 def _few_units(data: xr.Dataset, family: str, n: np.ndarray, lv: set, prob: float) -> str:
@@ -762,7 +754,7 @@ def _horizon_result(agents, succ, est, coef, boot, prob, lv, settings, check=Non
                  "agent_minutes_range": {a: r.tolist() for a, r in zip(agents, ranges, strict=True)}},
         n_undefined=xr.DataArray(n_limit, name="n_undefined", **by_agent),
         n_skipped=xr.DataArray(n_skip, name="n_skipped", **by_agent),
-        extrapolated=xr.DataArray(_outside_own(est, ranges), dims=("agent", "success"), coords=coords,
+        extrapolated=xr.DataArray(outside_lengths(est, ranges), dims=("agent", "success"), coords=coords,
                                   name="extrapolated"),
         fit_check=check,
     )  # fmt: skip
