@@ -280,3 +280,94 @@ def _quiet_cluster_codes(data: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return cluster_codes(data)
+
+
+def source_flagged(data: xr.Dataset) -> dict[str, int]:
+    """The agents the log's loader flags (``attrs["flagged_agents"]``, JSON: agent -> flagged runs); {} for none."""
+    import json
+
+    flagged = data.attrs.get("flagged_agents")
+    said = json.loads(flagged) if isinstance(flagged, str) else dict(flagged or {})
+    return {str(a): k for a, k in said.items()}
+
+
+def annotation_marks(s: pd.DataFrame, data: xr.Dataset) -> list[tuple[str, list[tuple[str, int, int]]]]:
+    """Each per-run annotation with the agents it marks on at least half their runs: ``(name, [(agent, k, runs)])``.
+
+    ``s``: the data summary as the Data summary section shows it (``runs``, ``n_<annotation>``), or
+    :func:`hierbench.data.summarize`'s as a frame (``n_runs``). Annotations marking no agent so are left out.
+    """
+    import json
+
+    out = []
+    names = data.attrs.get("annotations", "[]")
+    col = "runs" if "runs" in s else "n_runs"
+    for name in json.loads(names) if isinstance(names, str) else list(names or []):
+        if f"n_{name}" not in s or col not in s:
+            continue
+        n, runs = s[f"n_{name}"].astype(float), s[col].astype(float)
+        marks = [(str(a), int(k), int(r)) for a, k, r in zip(s.index, n, runs, strict=True) if r > 0 and k >= r / 2]
+        if marks:
+            out.append((name, marks))
+    return out
+
+
+def flagged_agents(ctx: _Context) -> dict[str, list[str]]:
+    """The agents the data summary flags as suspect, each with why: one set for every section that reads them.
+
+    The log's loader's flag (``attrs["flagged_agents"]``), a per-run annotation on at least half its
+    runs (said only where the loader does not flag the agent already), and a person-fit misfit
+    (``_Context.person_fit``). Audit A s17: SWE-bench's Claude 3.7 Sonnet, flagged twice in the
+    data summary, stood unmarked in the abilities, ranks, pairs and side-by-side tables. {} without data.
+    """
+    if ctx.data is None or "agent" not in ctx.data.dims:
+        return {}
+    if "flagged_agents" in ctx.cache:
+        return ctx.cache["flagged_agents"]
+    out: dict[str, list[str]] = {}
+    said = source_flagged(ctx.data)
+    for a, k in said.items():
+        out.setdefault(a, []).append(f"the data's own source flags its {k} records")
+    s = ctx.data_summary()
+    for name, marks in annotation_marks(s, ctx.data) if s is not None else []:
+        for a, k, r in marks:
+            if a not in said:
+                out.setdefault(a, []).append(f"the annotation `{name}` marks {k} of its {r} runs")
+    pf = ctx.person_fit()
+    if pf is not None and bool(pf.flagged.any()):
+        who = pf.estimate[pf.estimate.dims[0]].values
+        for a in (str(a) for a, f in zip(who, pf.flagged.values, strict=True) if f):
+            out.setdefault(a, []).append("its results do not follow the tasks' difficulty (person fit)")
+    ctx.cache["flagged_agents"] = out
+    return out
+
+
+#: an agent the data summary flags, marked where its numbers are read
+FLAGGED_FLAG = "flagged by the data summary ({why}): read its {number} as suspect"
+
+
+def data_flags(ctx: _Context, index: pd.Index, number: str = "numbers") -> pd.Series:
+    """``FLAGGED_FLAG`` on the rows of the agents ``flagged_agents`` names ("" elsewhere).
+
+    ``index``: agents (or the first level, agent, of a MultiIndex), as ``separated_flags`` takes.
+    """
+    marked = flagged_agents(ctx)
+    agents = [str(i[0] if isinstance(i, tuple) else i) for i in index]
+    return pd.Series([FLAGGED_FLAG.format(why="; ".join(marked[a]), number=number) if a in marked else ""
+                      for a in agents], index=index, dtype=object)  # fmt: skip
+
+
+def flagged_pair_flags(ctx: _Context, agents, opponents) -> list[str]:
+    """Per pair, which of its agents the data summary flags (``""`` for neither): their difference is suspect too."""
+    marked = flagged_agents(ctx)
+    return ["; ".join(f"{x}: flagged by the data summary ({'; '.join(marked[x])})" for x in map(str, (a, b))
+                      if x in marked) for a, b in zip(agents, opponents, strict=True)]  # fmt: skip
+
+
+def flagged_caption(ctx: _Context, what: str) -> str:
+    """A caption's (or a text's) word on the agents the data summary flags: read their ``what`` as suspect ("" if none)."""
+    marked = flagged_agents(ctx)
+    if not marked:
+        return ""
+    who = "; ".join(f"{a} ({'; '.join(w)})" for a, w in marked.items())
+    return f" Flagged by the data summary: {who}: read {'its' if len(marked) == 1 else 'their'} {what} as suspect."

@@ -432,6 +432,11 @@ def pair_frame(
     out.attrs["resolution"] = resolution_words(cmp, alpha)  # what the p-values' floors keep from the level
     if "p Holm" in out and "p_holm_mcse" in df:  # not a column: what ``marks_holm_note`` reads its count's nearness by
         out.attrs["MC error of p Holm"] = df["p_holm_mcse"].astype(float).set_axis(out.index)
+    if "p_value_floor" in df and f"p_{test}_exact" in df:  # not columns: why a per-pair p cannot be small (``_rev_reasons``)
+        out.attrs["p floor"] = df["p_value_floor"].astype(float).set_axis(out.index)
+        out.attrs["p exact"] = df[f"p_{test}_exact"].astype(float).set_axis(out.index)
+        knob, what = _mc_knob(a, test)
+        out.attrs["per-pair draws"] = (knob, what, int(a.get(knob) or 0), str(a.get("unit", "units")))
     return out
 
 
@@ -534,11 +539,52 @@ def marks_holm_note(table: pd.DataFrame, alpha: float) -> str:
         text += (
             f" {_the_pairs(int(rev.sum())).capitalize()} max-T separates at {lev_rev:.3g} and Holm does not "
             f"(p Holm of {table.loc[rev, 'p Holm'].min():.2g} or more) {'is' if rev.sum() == 1 else 'are'} "
-            "the other side of it: a pair with few tasks or "
-            "clusters has a per-pair p that cannot be small (a sign-flip p over K units is at least "
-            "2 / 2^K), and Holm multiplies it by up to the number of pairs."
+            "the other side of it: " + _rev_reasons(table, rev)
         )
     return text + " Read `p Holm` beside the marks."
+
+
+def _rev_reasons(table: pd.DataFrame, rev: pd.Series) -> str:
+    """Why each pair max-T separates and Holm does not has a per-pair p too large for Holm, pair by pair.
+
+    Holm multiplies a per-pair p by up to the number of pairs. An exact sign-flip p over K units with
+    a difference is at least 2 / 2^K: too few units, which no setting helps. A Monte Carlo p is at
+    least 1 / (B + 1) of its B random patterns: at that floor, or within draws of it, more patterns
+    would lower it. Audit A s17: METR's six such pairs were all put down to few clusters, while four
+    sat at the floor 1 / 18,000 of the 17,999 patterns, one had 2 / 18,000 and one alone (K = 15)
+    was exact. Read from ``pair_frame``'s ``attrs`` (``p floor``, ``p exact``, ``per-pair draws``);
+    without them, the general reason.
+    """
+    per = next((c for c in table.columns if str(c).startswith("p (")), None)
+    floor, exact, draws = (table.attrs.get(k) for k in ("p floor", "p exact", "per-pair draws"))
+    if per is None or floor is None or exact is None or draws is None:
+        return ("a pair with few tasks or clusters has a per-pair p that cannot be small (a sign-flip p over "
+                "K units is at least 2 / 2^K), and Holm multiplies it by up to the number of pairs.")  # fmt: skip
+    knob, what, n, unit = draws
+    few, at, near = [], [], []
+    for name in table.index[rev.to_numpy()]:
+        p, fl = float(table.at[name, per]), float(floor.get(name, np.nan))
+        if exact.get(name) == 1:
+            few.append(f"{name} (K = {round(1 - np.log2(fl))}, 2 / 2^K = {fl:.2g})")
+        elif np.isclose(p, fl, rtol=1e-9, atol=0.0):
+            at.append(str(name))
+        else:
+            near.append(f"{name} (p {p:.2g})")
+    said = []
+    if at:
+        said.append(f"{'; '.join(at)}: the per-pair p is at the Monte Carlo floor {float(floor[at[0]]):.2g} "
+                    f"of its {n:,} random {what}, so the true p may be lower: more {what} (`{knob}`) "
+                    "could lower `p Holm`")  # fmt: skip
+    if near:
+        said.append(f"{'; '.join(near)}: a Monte Carlo per-pair p from {n:,} random {what}, near their floor: "
+                    f"more {what} (`{knob}`) would settle it")  # fmt: skip
+    if few:
+        said.append(f"{'; '.join(few)}: too few {unit} with a difference (K of them): its per-pair p is exact "
+                    f"(every pattern enumerated) and at least 2 / 2^K, which no more {what} lower, only more {unit} "
+                    "with a difference")  # fmt: skip
+    return ("; ".join(said) + ". Holm multiplies each per-pair p by up to the number of pairs"
+            + ("; and the per-pair test ranks the sign flips by the mean difference, max-T by the studentized "
+               "t, so the two can part beyond that." if (at or near) and knob == "n_permutations" else "."))  # fmt: skip
 
 
 def _counts_near(table: pd.DataFrame, col: str, level: float) -> str:
@@ -811,20 +857,27 @@ def bayes_pair_note(
         f"the pair's p-value{column}."
     )
     spec = fit_record(fit, "hierbench_spec")
+    # the fit's own record of its agent x task term (audit A s17: "task by task" was said of agent_task='none')
+    no_at = (spec.get("options") or {}).get("agent_task") == "none"
     if lacks_agent_cluster(fit):
         text += (
-            " The IRT model puts task clusters in the difficulties alone"
+            " The IRT model puts task clusters in the difficulties alone but has no agent x cluster term"
             if clustered_irt(fit)
-            else " The crossed model lets an agent's advantage vary task by task"
+            else " The crossed model has neither an agent x task nor an agent x cluster term (the fit's record): "
+            "an agent's advantage is the same on every task (on the logit scale)"
+            if no_at
+            else " The crossed model lets an agent's advantage vary task by task but has no agent x cluster term"
         ) + (
-            " but has no agent x cluster term: where advantages differ by task cluster, these probabilities "
+            ": where advantages differ by task cluster, these probabilities "
             "are surer than the data allow (the paired tests take clusters as their unit)."
         )
     elif clustered_crossed(fit):
         text += (
-            " The crossed model lets an agent's advantage vary by task cluster (its agent x cluster "
-            "effect) and task by task within a cluster, so a cluster's tasks are not independent "
-            "evidence about a pair (the paired tests take clusters as their unit)."
+            " The crossed model lets an agent's advantage vary by task cluster (its agent x cluster effect); "
+            + ("with no agent x task term (`agent_task='none'` in the fit's record), the tasks within a "
+               "cluster differ only in difficulty, so a cluster's tasks" if no_at
+               else "and task by task within a cluster, so a cluster's tasks")
+            + " are not independent evidence about a pair (the paired tests take clusters as their unit)."
         )
     elif unpaired_fit(fit):
         name = str(spec.get("model") or fit.attrs.get("hierbench_model") or "this").replace("_", "-")

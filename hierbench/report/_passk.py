@@ -469,16 +469,38 @@ def _all_pass_share(ctx: _Context) -> float:
     return float(((c["n_success"] == c["n_runs"]) & cells).sum() / max(int(cells.sum()), 1))
 
 
-#: how each model's population of task rates leans where many cells passed every run, and the simulation behind it
+#: how each model's population of task rates leans where many cells passed every run, the simulation behind it
+#: (said in full on its own design), and its bias in short (said as another design's elsewhere)
 _ALL_PASS_LEAN = {
     # audit K, finding 5: 3 x 40 replicates from tau-bench airline's task rates
     "beta_binomial": ("at exactly 1", " (in simulations from tau-bench's airline task rates, a bias of about -0.012 "
-                      "at k = 4, the unbiased estimator's about 0): where the two part that way"),
+                      "at k = 4, the unbiased estimator's about 0): where the two part that way", "about -0.012"),
     # audit B (s71), finding 2: 400 data sets, the default crossed model
     "crossed": ("near 1", ": in simulations from tau-bench's airline task rates (400 data sets, 4 runs per task) a "
                 "bias of -0.014 +- 0.001 at k = 4 (6% of the true 0.239), the unbiased estimator's +0.001, while "
-                "the posterior interval still covered 0.95 to 0.98 of the time. Where the two part that way"),
+                "the posterior interval still covered 0.95 to 0.98 of the time. Where the two part that way",
+                "-0.014 (6%)"),
 }  # fmt: skip
+#: the design those simulations drew: this many runs in every cell run, k up to it
+_SIMULATED_RUNS = 4
+
+
+def _simulated_design(ctx: _Context) -> tuple[bool, str]:
+    """Whether the log's design is the simulations' (the same few runs in every cell run, k up to 4), and its words.
+
+    Audit A s17: METR's report (k to 8, 1 to 96 runs per cell) quoted the tau-bench simulation's bias
+    and coverage as if they held there. ``(True, "")`` where they do; else ``(False, "k up to 8 on 1 to
+    96 runs per cell")``.
+    """
+    n = _run_counts(ctx)
+    if n is None:
+        return False, "a design not known here"
+    runs = np.asarray(n.values, float)
+    runs = runs[np.isfinite(runs) & (runs > 0)]
+    lo, hi = int(runs.min()), int(runs.max())
+    if lo == hi and 2 <= hi <= _SIMULATED_RUNS:
+        return True, ""
+    return False, f"k up to {min(hi, 8)} on {lo}{'' if lo == hi else f' to {hi}'} run{'s' if hi > 1 else ''} per cell"
 
 
 def _all_pass_text(ctx: _Context) -> str:
@@ -513,7 +535,13 @@ def _all_pass_lean(ctx: _Context, model: str | None) -> str:
     share = _all_pass_share(ctx)
     if share < 0.1:
         return ""
-    mass, sims = _ALL_PASS_LEAN[model]
+    mass, sims, bias = _ALL_PASS_LEAN[model]
+    same, design = _simulated_design(ctx)
+    if not same:  # another design's numbers size nothing here: said as where they come from, not as this log's
+        sims = (f" (simulations back this only for another design, tau-bench's airline task rates with "
+                f"{_SIMULATED_RUNS} runs in every task, where the bias at k = {_SIMULATED_RUNS} was {bias}; this log's "
+                f"{design} is not covered by them, so they give neither the size of the pull nor the interval's "
+                "coverage here): where the two part that way")  # fmt: skip
     return (f" Here {share:.0%} of the agent x task cells with two or more runs passed every run. The "
             f"{model.replace('_', '-')} model's {population_words(model).short} puts little mass {mass}, so it "
             "pulls such tasks below 1 and its pass^k at large k, which rests on them, below the unbiased "

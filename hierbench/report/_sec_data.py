@@ -168,21 +168,15 @@ def marked_agents(s: pd.DataFrame, data: xr.Dataset) -> list[str]:
     ``s``: the summary table as :func:`_sec_data` shows it (``runs``, ``n_<annotation>``), or
     :func:`hierbench.data.summarize`'s as a frame (``n_runs``).
     """
-    import json
+    from ._flags import annotation_marks
+    from ._flags import source_flagged
 
     out = []
-    names = data.attrs.get("annotations", "[]")
-    col = "runs" if "runs" in s else "n_runs"
-    flagged = data.attrs.get("flagged_agents")
-    said = json.loads(flagged) if isinstance(flagged, str) else dict(flagged or {})
-    for name in json.loads(names) if isinstance(names, str) else list(names or []):
-        if f"n_{name}" not in s or col not in s:
-            continue
-        n, runs = s[f"n_{name}"].astype(float), s[col].astype(float)
-        marks = [(str(a), k, r) for a, k, r in zip(s.index, n, runs, strict=True) if r > 0 and k >= r / 2]
-        most = [f"{a} ({int(k)} of {int(r)} runs)" for a, k, r in marks]
+    said = source_flagged(data)
+    for name, marks in annotation_marks(s, data):
+        most = [f"{a} ({k} of {r} runs)" for a, k, r in marks]
         # agents the loader flags too are named once, by the loader's line below (SWE-bench: said twice)
-        if most and not (said and {a for a, _, _ in marks} <= set(map(str, said))):
+        if not (said and {a for a, _, _ in marks} <= set(said)):
             out.append(f"the per-run annotation `{name}` marks at least half the runs of: {'; '.join(most)}: "
                        "what it marks bears on every number of these agents")
     if said:

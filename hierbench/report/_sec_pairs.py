@@ -16,6 +16,8 @@ from ._context import _label
 from ._context import _Skip
 from ._figures import LABELS_MAX
 from ._flags import SEPARATED_FLAG
+from ._flags import flagged_caption
+from ._flags import flagged_pair_flags
 from ._flags import note_separation
 from ._flags import separated_agents
 from ._notes import _mixed_note
@@ -278,6 +280,10 @@ def _pair_tables(ctx: _Context, rep: Report, ps, text: list[str]) -> tuple:
                  for a, b, link in zip(agents, opponents, links, strict=True)]  # fmt: skip
         if sep or any(links):
             full["Bayes flag"] = pd.Series(flags, index=full.index)
+    if any(marked := flagged_pair_flags(ctx, agents, opponents)):  # the data summary's flagged agents, pair by pair
+        full["agent flag"] = pd.Series(marked, index=full.index)
+        text.append(flagged_caption(ctx, "pairs' differences, p-values" + (" and P(a > b)" if ps is not None else "")).lstrip()
+                    + " The `agent flag` column marks those pairs.")
     shown, note = shown_pairs(
         full, f"`{PAIRS_CSV}` beside this report, and `hierbench.freq.compare_agents(data).to_frame()`"
     )
@@ -298,7 +304,7 @@ def _heatmap_caption(ctx: _Context, ps) -> str:
     """The Bayes heatmap's caption: its order and, with too many agents to name, that its axes are unnamed."""
     caption = _HEATMAP_CAPTION.format(what=_label(ctx.var), order=order_words(ctx))
     caption += _separated_caption(ctx, "P(a > b) against every other agent")
-    caption += link_caption(ctx.ran()) + _never_met_caption(ctx)
+    caption += link_caption(ctx.ran()) + _never_met_caption(ctx) + flagged_caption(ctx, "P(a > b) row and column")
     n = ps.sizes["agent"]
     if n > LABELS_MAX:
         if not ctx.want_freq("compare"):

@@ -16,6 +16,8 @@ from ._context import _Context
 from ._context import _label
 from ._context import _Skip
 from ._flags import _add_flag
+from ._flags import data_flags
+from ._flags import flagged_caption
 from ._flags import separated_flags
 from ._notes import _mixed_note
 from ._notes import _no_level
@@ -129,6 +131,7 @@ def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
     sep = separated_flags(ctx, table.index, what="rank", number="rank")
     ran = ctx.ran()  # agents no common task links: their order is the model's (audit C, C8)
     sep = _add_flag(sep, rank_link_flags(ran, table.index))
+    sep = _add_flag(sep, data_flags(ctx, table.index, "rank"))
     if (graph := battle_graph(ctx)) is not None:  # agents no battle links: their order is the prior's (audit P)
         said = [never_met_words(graph, "order", the="the "), groups_words(graph, "the order of two agents"),
                 unplayed_words(graph, "its rank probabilities are", "their rank probabilities are")]
@@ -138,6 +141,7 @@ def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
         table = table.assign(flag=sep)
     rep.section(_TITLES[sid], text, table=table, id=sid)
     caption = "Rank probabilities (posterior)." + _separated_caption(ctx, "rank") + link_caption(ran, "rank order")
+    caption += flagged_caption(ctx, "rank")
     if len(df) > F.LABELS_MAX:
         caption += (
             f" With {len(df)} agents (more than {F.LABELS_MAX}) the axes carry no names, which could not "

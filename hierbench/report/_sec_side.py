@@ -15,6 +15,7 @@ from ._flags import _few_flag
 from ._flags import _few_units_flag
 from ._flags import _tasks_scored
 from ._flags import _undefined_why
+from ._flags import data_flags
 from ._flags import few_clusters_note
 from ._flags import separated_flags
 from ._notes import _grades_note
@@ -107,6 +108,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     flags = _add_flag(flags, _few_units_flag(ctx, boot, f"bootstrap {kind}", n_tasks, wide.index))
     scored = "scored on " + wide["tasks scored"].astype(str) + f" of {total} tasks: the bootstrap mean is over those"
     flags = _add_flag(flags, separated_flags(ctx, wide.index))
+    flags = _add_flag(flags, data_flags(ctx, wide.index, "means and intervals"))
     wide["flag"] = _add_flag(flags, scored.where(wide["tasks scored"] < total, ""))
     wide = in_report_order(wide, ctx)
     wide = _target_columns(ctx, wide, kind) if ctx.var == "mean_new_task" and not twin else wide
