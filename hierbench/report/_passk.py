@@ -307,7 +307,7 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
             "every agent x task cell holds one run: pass^1 is the mean score (see Agent abilities) "
             "and pass^k for k >= 2 needs k runs of a task, which these data do not have"
         )
-    ks = list(range(1, min(r_max, 8) + 1))
+    ks = list(range(1, min(r_max, K_MAX) + 1))
     unb, (bay, what) = _unbiased(ctx, ks), _bayes(ctx, ks)
     if unb is not None:  # the checklist names it (its level and kinds, from the result)
         ctx.cache["passk_interval"] = unb.attrs["ci_words"]
@@ -481,6 +481,8 @@ _ALL_PASS_LEAN = {
                 "the posterior interval still covered 0.95 to 0.98 of the time. Where the two part that way",
                 "-0.014 (6%)"),
 }  # fmt: skip
+#: the largest k the section shows (up to the most runs of a cell)
+K_MAX = 8
 #: the design those simulations drew: this many runs in every cell run, k up to it
 _SIMULATED_RUNS = 4
 
@@ -500,7 +502,7 @@ def _simulated_design(ctx: _Context) -> tuple[bool, str]:
     lo, hi = int(runs.min()), int(runs.max())
     if lo == hi and 2 <= hi <= _SIMULATED_RUNS:
         return True, ""
-    return False, f"k up to {min(hi, 8)} on {lo}{'' if lo == hi else f' to {hi}'} run{'s' if hi > 1 else ''} per cell"
+    return False, f"k up to {min(hi, K_MAX)} on {lo}{'' if lo == hi else f' to {hi}'} run{'s' if hi > 1 else ''} per cell"
 
 
 def _all_pass_text(ctx: _Context) -> str:
