@@ -30,7 +30,6 @@ import pandas as pd
 from ..._base import HierbenchWarning
 from ..._base import check_number
 from ..._base import warn_user
-from .._kernels import effective_clusters
 from ._dstudy import spread_pairs
 from ._result import VarianceComponentsResult
 from ._result import require_components
@@ -300,8 +299,8 @@ def cluster_design(
             raise ValueError(f"`tasks_per_cluster` must be an integer >= 1; got {tasks_per_cluster!r}")
         mean, factor, n, k = m, m, None, None
     else:
-        a = _sizes(sizes)  # m* = N / C_eff, the worth in equal clusters by the few-clusters rule
-        mean, factor = float(a.mean()), float(a.sum() / effective_clusters(np.repeat(np.arange(a.size), a.astype(int))))
+        a = _sizes(sizes)  # m* = sum m^2 / N = N / C_eff, C_eff the few-clusters rule's worth in equal clusters
+        mean, factor = float(a.mean()), float(np.sum(a**2) / np.sum(a))
         n, k = (None, None) if template else (int(a.sum()), int(a.size))
     if icc is not None:
         icc = float(check_number(icc, "icc", low=0))
