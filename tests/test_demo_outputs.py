@@ -459,9 +459,9 @@ def _clustered(n_clusters: int = 6, size: int = 3, seed: int = 3) -> xr.Dataset:
 
 
 def test_cluster_design_effect_by_hand():
-    """Two clusters of two tasks, per-task differences 0.5, 0.5, 0, 0: residuals +-0.25 add up within
-    each cluster, so the cluster-robust variance of the mean is (0.5^2 + 0.5^2) / 16 against
-    4 x 0.25^2 / 16 for independent tasks: a ratio of exactly 2. Singleton clusters give no note.
+    """Two clusters of two tasks, per-task differences 0.5, 0.5, 0, 0: the differences move wholly with
+    the clusters (no spread within one: ICC 1, m* = 2), so 1 + (m* - 1) ICC is exactly 2. Singleton
+    clusters give no note.
     """
     from hierbench.demo._plan import _cluster_design_effect
 
@@ -471,7 +471,7 @@ def test_cluster_design_effect_by_hand():
         {"score": (("agent", "task", "run"), s)},
         coords={"agent": ["a", "b"], "cluster": ("task", ["x", "x", "y", "y"])},
     )
-    ratio, k, name = _cluster_design_effect(DemoContext(ds, None))
+    ratio, k, name, _ = _cluster_design_effect(DemoContext(ds, None))  # and the ratio's range
     assert (ratio, k, name) == (pytest.approx(2.0, rel=1e-12), 2, "cluster")
     single = ds.assign_coords(cluster=("task", ["p", "q", "r", "s"]))
     assert _cluster_design_effect(DemoContext(single, None)) is None

@@ -204,15 +204,16 @@ def _components_text(parts: dict[str, float], s_e: float, source: str = "fit") -
         f"fit (posterior mean{'s' if parts else ''}): " + tail, 88) + "\n"
 
 
-def _cluster_design_effect(ctx: DemoContext) -> tuple[float, int, str] | None:
+def _cluster_design_effect(ctx: DemoContext) -> tuple[float, int, str, tuple[float, float]] | None:
     """How much more a pair's mean difference varies over the task clusters than over independent tasks.
 
     ``1 + (m* - 1) ICC`` with the ICC of the pairs' per-task differences of cell means from their
     within- and between-cluster sums of squares (freq's ``observed_cluster_ratio``, the one
     owner: unbiased in numerator and denominator, where the plain ratio of the cluster-robust to
     the independent-task variance read 0.74 for a true 1 at SWE-bench's sizes). Returns the
-    ratio, the number of clusters and their column's name; None without clusters (or with every
-    task its own).
+    ratio, the number of clusters, their column's name and the ratio's 90% cluster-bootstrap
+    percentile range (400 resamples, the demo's seed), from one call; None without clusters (or
+    with every task its own).
     """
     from .._base import cluster_codes
     from .._base import cluster_label
@@ -221,21 +222,21 @@ def _cluster_design_effect(ctx: DemoContext) -> tuple[float, int, str] | None:
     codes = cluster_codes(ctx.data)
     if codes is None or len(codes[1]) == int(ctx.data.sizes["task"]):
         return None
-    ratio = observed_cluster_ratio(_cell_rates(ctx), codes[0])  # the one owner, also the D-study's cluster_inflation
-    return None if ratio is None else (ratio, len(codes[1]), cluster_label(ctx.data))
+    # the one owner, also the D-study's cluster_inflation
+    got = observed_cluster_ratio(_cell_rates(ctx), codes[0], prob=0.9, rng=ctx.extra.get("seed", 0))
+    return None if got is None else (got[0], len(codes[1]), cluster_label(ctx.data), (got[1], got[2]))
 
 
 def _observed_clusters(ctx: DemoContext) -> tuple[Any, float, int, str, tuple[float, float]] | None:
     """The log's clusters as a plan's :func:`hierbench.freq.cluster_design` (None without clusters).
 
     Their sizes as a template and the observed ratio (at least 1) as the design effect, with
-    the ratio, the number of clusters, their column's name and the ratio's 90% cluster-bootstrap
-    percentile range (freq's ``observed_cluster_ratio`` at ``prob=0.9``: 400 resamples, the demo's seed); computed once per demo.
+    the ratio, the number of clusters, their column's name and the ratio's range
+    (``_cluster_design_effect``); computed once per demo.
     """
     if "observed_clusters" not in ctx.extra:
         from .._base import cluster_codes
         from ..freq import cluster_design
-        from ..freq import observed_cluster_ratio
 
         deff = _cluster_design_effect(ctx)
         if deff is None:
@@ -245,18 +246,18 @@ def _observed_clusters(ctx: DemoContext) -> tuple[Any, float, int, str, tuple[fl
                 warnings.simplefilter("ignore")
                 cd = cluster_design(np.bincount(cluster_codes(ctx.data)[0]), design_effect=max(deff[0], 1.0),
                                     template=True, source="observed ratio")
-            _, lo, hi = observed_cluster_ratio(_cell_rates(ctx), cluster_codes(ctx.data)[0], prob=0.9,
-                                               rng=ctx.extra.get("seed", 0))
-            ctx.extra["observed_clusters"] = (cd, *deff, (lo, hi))
+            ctx.extra["observed_clusters"] = (cd, *deff)
     return ctx.extra["observed_clusters"]
 
 
 def _cell_rates(ctx: DemoContext) -> np.ndarray:
-    """The (agent, task) cell means of the log, NaN where a cell was not run."""
-    from ..data import to_counts
+    """The (agent, task) cell means of the log, NaN where a cell was not run; computed once per demo."""
+    if "cell_rates" not in ctx.extra:
+        from ..data import to_counts
 
-    c = to_counts(ctx.data)
-    return (c["n_success"] / c["n_runs"]).where(c["n_runs"] > 0).transpose("agent", "task").values
+        c = to_counts(ctx.data)
+        ctx.extra["cell_rates"] = (c["n_success"] / c["n_runs"]).where(c["n_runs"] > 0).transpose("agent", "task").values
+    return ctx.extra["cell_rates"]
 
 
 def _in_clusters(ctx: DemoContext, n_tasks: int) -> str:
@@ -365,8 +366,10 @@ def _pair_sds_gaps(ctx: DemoContext) -> tuple[np.ndarray, np.ndarray]:
     share at least half the median pair's tasks: a pair on few shared tasks, both near 0, gave the
     least SD and "14 tasks" for the whole plan (METR: davinci-002 and gpt-3.5-turbo-instruct on 16
     of the plan's 76 tasks; the next least pair asked about 360; audit D3). The gap is the
-    absolute mean difference over the shared tasks.
+    absolute mean difference over the shared tasks. Computed once per demo.
     """
+    if "pair_sds_gaps" in ctx.extra:
+        return ctx.extra["pair_sds_gaps"]
     from ..freq import pair_variances
 
     rate = _cell_rates(ctx)
@@ -378,7 +381,8 @@ def _pair_sds_gaps(ctx: DemoContext) -> tuple[np.ndarray, np.ndarray]:
     ok = np.isfinite(rate).astype(int)
     shared = (ok @ ok.T)[i, j]
     keep = np.isfinite(var) & (shared >= np.median(shared) / 2)
-    return var[keep], gap[keep]
+    ctx.extra["pair_sds_gaps"] = (var[keep], gap[keep])
+    return ctx.extra["pair_sds_gaps"]
 
 
 def _sd_gap_words(ctx: DemoContext, spread: tuple[float, ...]) -> str:
