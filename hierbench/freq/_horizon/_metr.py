@@ -621,8 +621,8 @@ def time_horizon(
     boot = _bootstrap(data, family, s, n, x, w_cell, succ, regularization, n_resamples, lv, as_rng(rng), x_short)
     check = _fit_check(data, family, agents, (x, n, w_cell, y), coef, conv, regularization, n_resamples, n_bins, rng)
     few = _few_units(data, family, n, lv, prob) if n_resamples else ""
-    ran = (n > 0).any(0)
-    lengths = [float(2 ** x[ran].min()), float(2 ** x[ran].max())] if ran.any() else []
+    # the tasks any agent ran: the agents' own ranges pooled
+    lengths = [float(np.nanmin(ranges[:, 0])), float(np.nanmax(ranges[:, 1]))] if np.isfinite(ranges).any() else []
     settings = (weights, regularization, lengths, ranges, few)
     return with_counts_hash(_horizon_result(agents, succ, est, coef, boot, prob, lv, settings, check), data, rng)
 
