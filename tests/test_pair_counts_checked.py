@@ -68,3 +68,16 @@ def test_a_valid_hand_built_dataset_fits_as_from_pair_counts_of_the_same_table()
     r_read = fit_bradley_terry_ml(read, ties="none", n_resamples=20, rng=0)
     assert r_hand.n_comparisons == 3 + 1 + 2 + 2 + 4 + 1
     np.testing.assert_allclose(r_hand.estimate.values, r_read.estimate.values, rtol=1e-10)
+
+
+def test_the_reader_hands_the_offending_rows_to_its_caller():
+    # the rows the message names are kept on the error, so callers need not parse the text
+    table = pd.DataFrame({"a": ["A", "B", "C"], "b": ["B", "B", "A"], "wa": [1, 2, -3], "wb": [1, 1, 1]})
+    with pytest.raises(EvalDataError) as e:
+        from_pair_counts(table, agent_a="a", agent_b="b", wins_a="wa", wins_b="wb")
+    assert e.value.rows == [2]
+    table.loc[2, "wa"] = 3
+    with pytest.raises(EvalDataError) as e:
+        from_pair_counts(table, agent_a="a", agent_b="b", wins_a="wa", wins_b="wb")
+    assert e.value.rows == [1]
+    assert EvalDataError("no rows named").rows is None

@@ -721,7 +721,8 @@ def _count_columns(df: pd.DataFrame, source: str, cols: dict[str, str]) -> dict[
         if bad.size:
             raise EvalDataError(
                 f"`{arg}` column {cols[arg]!r} must hold non-negative integer counts; rows "
-                f"{_fmt_list(bad.tolist())} do not"
+                f"{_fmt_list(bad.tolist())} do not",
+                rows=bad.tolist(),
             )
         counts[arg] = x.astype(np.int64)
     return counts
@@ -739,7 +740,8 @@ def _pair_agents(
     if same.size:
         raise EvalDataError(
             f"`agent_a` and `agent_b` must differ; rows {_fmt_list(same.tolist())} pair an agent "
-            "with itself"
+            "with itself",
+            rows=same.tolist(),
         )
     names = sorted(set(a) | set(b))
     if agents is not None:

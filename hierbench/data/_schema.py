@@ -110,13 +110,15 @@ class EvalDataError(HierbenchError):
     """Raised when evaluation records or an eval dataset break the schema.
 
     A message that names ``rows [...]`` ends by saying how they are counted: the rows are
-    positions among the records read, from 0, not a file's line numbers.
+    positions among the records read, from 0, not a file's line numbers; where a
+    check names them, ``rows`` holds those positions for a caller to use (else None).
     """
 
-    def __init__(self, message: str = "", *args: object) -> None:
+    def __init__(self, message: str = "", *args: object, rows: list[int] | None = None) -> None:
         if "rows [" in message and ROWS_COUNTED not in message:
             message = f"{message} {ROWS_COUNTED}"
         super().__init__(message, *args)
+        self.rows = None if rows is None else [int(r) for r in rows]
 
 
 class InconsistentAttributeWarning(HierbenchWarning):

@@ -7,7 +7,6 @@ and bootstrap resamples of battles or of tasks become blocks of resampled counts
 
 from __future__ import annotations
 
-import re
 import warnings
 from dataclasses import dataclass
 
@@ -109,8 +108,7 @@ def _check_pair_counts(pairs: xr.Dataset) -> list[str]:
                              ties="n_tie", agents=agents)  # fmt: skip
     except EvalDataError as e:
         msg = str(e).partition(" (Rows are")[0].rstrip(".")  # the rows note comes again at the end
-        named = re.search(r"rows \[([0-9, ]*)", msg)
-        rows = [int(r) for r in named.group(1).replace(" ", "").split(",") if r] if named else []
+        rows = e.rows or []  # the rows the broken rule names, kept by the reader's check
         if not rows:  # the rule named agents missing from the coord: the pairs that hold them
             known = set(agents)
             rows = [r for r in range(len(a)) if a[r] not in known or b[r] not in known]
