@@ -195,6 +195,18 @@ def test_a_disconnected_table_shows_nan_and_the_ml_fits_own_warning():
     assert any("NoFiniteMLEWarning" in w for w in ctx.warnings)
 
 
+def test_tie_free_battles_under_a_davidson_fit_say_how_to_drop_ties_in_a_report():
+    # the ML half's warning says "pass ties='none'"; a report has no such argument: it says to refit
+    from hierbench.report._battle_freq import REFIT_WITHOUT_TIES
+
+    rows = [r for r in _rows() if r[2] != "tie"]
+    block, _ = _section(_fit(), _battles(rows))
+    assert "holds no tie in" in block["text"] and REFIT_WITHOUT_TIES in block["text"]
+    assert "--ties none" in REFIT_WITHOUT_TIES and "ties=None" in REFIT_WITHOUT_TIES
+    block, _ = _section(_fit(), _battles(_rows()))  # ties present: no such advice
+    assert REFIT_WITHOUT_TIES not in block["text"]
+
+
 def test_an_agent_in_no_battle_keeps_its_row_and_the_refusal_is_quoted():
     from hierbench._base import HierbenchError
     from hierbench.freq import fit_bradley_terry_ml

@@ -39,6 +39,12 @@ SECTION_ID = "battle-freq"
 #: the Bayesian fit's tie model (``hierbench_spec`` options ``ties``) -> fit_bradley_terry_ml's ``ties``
 TIES = {"davidson": "davidson", "none": "none"}
 
+#: what "pass ties='none'" means in a report, whose ML fit takes the Bayesian fit's tie model
+REFIT_WITHOUT_TIES = (
+    "Here the ML fit takes the Bayesian fit's tie model, so no argument of the report changes it: to fit "
+    "both halves without ties, refit the Bayesian model without them (hierbench.bayes.build_bradley_terry("
+    "..., ties=None); from the shell, hierbench fit LOG --battles --ties none) and report that fit.")
+
 #: a median ratio of widths (ML / Bayes) beyond which the take-away says the Bayesian intervals are too narrow
 WIDER = 1.25
 
@@ -250,6 +256,8 @@ def _text(ctx, table, res, said, model_words, bayes, labels, texts) -> str:
     said = [s for s in said if not (few and few in s)]  # said once, below, with what it means here
     if said:
         out.append("fit_bradley_terry_ml warned: " + " ".join(s.rstrip(".") + "." for s in said))
+        if ctx.fit is not None and any("ties='none'" in s for s in said):
+            out.append(REFIT_WITHOUT_TIES)
     if ok and blab is not None:
         out += _comparison(ctx, table, res, bayes[0], mlab)
     elif ok:
