@@ -47,6 +47,8 @@ from ._sampler._fit import SAMPLERS
 from ._sampler._fit import add_log_likelihood
 from ._sampler._fit import fit
 from ._sampler._fit import fit_replicates
+from ._sampler._remedy import DEMO_FAST as DEMO_FAST  # for hierbench.demo (its smoke run's mark)
+from ._sampler._remedy import MADE_BY as MADE_BY  # for hierbench.demo
 from ._sampler._remedy import convergence_remedy as convergence_remedy
 from ._structure import UnidentifiedTermWarning
 from ._structure import describe

@@ -13,6 +13,11 @@ from ._sampling import MAX_DRAWS
 
 __all__ = ["convergence_remedy"]
 
+#: a fit's root attr naming the command that made it, where the fit's own settings do not say how to change them
+MADE_BY = "hierbench_made_by"
+#: its value for the demo's smoke run (a fixed number of draws the demo has no flag for)
+DEMO_FAST = "hierbench demo --fast"
+
 
 def convergence_remedy(dt, cli: bool = True) -> str:
     """What to do about a fit that failed its convergence checks, from what the fit records ("" if passed).
@@ -46,6 +51,8 @@ def convergence_remedy(dt, cli: bool = True) -> str:
         given, how = (f"--draws {n}", "leave --draws out") if cli else (
             f"--draws {n}, or draws={n}", "refit without --draws (`hierbench fit`) or with draws=None, the default "
             "of hierbench.bayes.fit")  # fmt: skip
+        if a.get(MADE_BY) == DEMO_FAST:  # the demo has no --draws: its smoke run is what --fast asks for
+            given, how = DEMO_FAST, "run the demo without --fast"
         parts.append(
             f"it drew a fixed {n} draws per chain ({given}): {how}, so that the fit draws until every "
             "element's bulk and tail ESS reach their target and R-hat its limit (at most "
