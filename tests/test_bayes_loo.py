@@ -202,6 +202,20 @@ def test_after_a_compact_save_the_errors_say_the_group_was_dropped_and_how_to_ke
     assert "save_fit" not in str(err.value)
 
 
+def test_a_fit_made_without_its_log_likelihood_is_named_and_told_how_to_get_it():
+    # audit N 1: a beta-binomial fit at fit()'s defaults beside a crossed one gave a bare "`fit` has no ..."
+    cells = [("a0", "t0", 2, 1), ("a1", "t0", 2, 0)]
+    bb = _count_fit("beta_binomial", cells, {"mu": ((), np.full((1, 5), 0.5))})
+    post = {"ability": (("agent",), np.zeros((1, 5, 2))), "sd_task": ((), np.ones((1, 5))),
+            "task_effect": (("task",), np.zeros((1, 5, 1)))}  # fmt: skip
+    crossed = _count_fit("crossed", cells, post)
+    with pytest.raises(ValueError, match=r"`fits\['beta_binomial'\]` has no log_likelihood group \(hierbench.bayes.fit "
+                       r"leaves it out unless log_likelihood=True\): refit with .*add_log_likelihood\(fit, model\)"):
+        loo_compare({"crossed": crossed, "beta_binomial": bb})
+    with pytest.raises(ValueError, match=r"^`fit` has no log_likelihood group .*log_likelihood=True"):
+        task_log_likelihood(bb)
+
+
 def test_auto_leaves_out_tasks_only_where_every_model_integrates_its_task_parameters():
     """A beta-binomial beside a crossed fit: tasks; beside an IRT fit, whose tasks keep parameters of their
     own (a difficulty and a slope only their cells inform), cells, the stored log-likelihoods as they are.

@@ -43,6 +43,7 @@ from ..._base import warn_user
 from ..._parallel import available_cores
 from ._loo import TASK_LEVEL_MODELS
 from ._loo import UnreliableLOOWarning
+from ._loo import check_log_likelihood
 from ._loo import count_cells
 from ._loo import missing_group_advice
 from ._loo import task_log_likelihood
@@ -706,13 +707,11 @@ def loo_compare(fits: Mapping[str, xr.DataTree], *, unit: Literal["auto", "task"
     by_task = unit == "task" and all(count_cells(f) is not None for f in fits.values())
     cells, points = {}, {}
     for name, f in fits.items():
-        if by_task:
+        if by_task and f.attrs.get("hierbench_model") == "crossed":  # its task log-likelihood is computed
             cells[name] = _task_key(f)
             continue
-        if "log_likelihood" not in f.children:
-            raise ValueError(f"`fits[{name!r}]` has no log_likelihood group" + missing_group_advice(
-                f, "log_likelihood", "add it with hierbench.bayes.add_log_likelihood(fit, model)"))
-        cells[name] = _observation_key(f)
+        check_log_likelihood(f, f"`fits[{name!r}]`")
+        cells[name] = _task_key(f) if by_task else _observation_key(f)
     _check_same_observations(cells)
     for name, f in fits.items():
         points[name] = _elpd(f, task_log_likelihood(f) if by_task else None)

@@ -78,6 +78,25 @@ class UnreliableLOOWarning(NotConvergedWarning):
     """PSIS-LOO's importance sampling failed for some observations (Pareto k too high): the elpd is unreliable."""
 
 
+#: how to get a fit's log_likelihood group (fit() leaves it out by default)
+ADD_LOG_LIKELIHOOD = (
+    "refit with hierbench.bayes.fit(model, log_likelihood=True), or add it to this fit with "
+    "hierbench.bayes.add_log_likelihood(fit, model)")
+
+
+def check_log_likelihood(fit: xr.DataTree, name: str = "`fit`") -> None:
+    """Refuse a fit without its ``log_likelihood`` group, naming it (``name``) and saying how to get the group.
+
+    The group is left out by :func:`hierbench.bayes.fit` unless asked for, and by a compact
+    save; the message says which of the two, and the way back.
+    """
+    if "log_likelihood" in fit.children:
+        return
+    why = missing_group_advice(fit, "log_likelihood", ADD_LOG_LIKELIHOOD)
+    raise ValueError(f"{name} has no log_likelihood group" + (
+        why or f" (hierbench.bayes.fit leaves it out unless log_likelihood=True): {ADD_LOG_LIKELIHOOD}"))
+
+
 def missing_group_advice(fit: xr.DataTree, group: str, how: str) -> str:
     """Why ``group`` is missing from ``fit`` when a compact save dropped it, and how to get it back.
 
@@ -147,9 +166,7 @@ def task_log_likelihood(fit: xr.DataTree, *, n_nodes: int = TASK_NODES) -> xr.Da
     if fit.attrs.get("hierbench_model") == "crossed":
         ll = _crossed_task_ll(fit, y, tasks, n_nodes)
     else:
-        if "log_likelihood" not in fit.children:
-            raise ValueError("`fit` has no log_likelihood group" + missing_group_advice(
-                fit, "log_likelihood", "add it with hierbench.bayes.add_log_likelihood(fit, model)"))
+        check_log_likelihood(fit)
         cell_ll = fit["log_likelihood"].to_dataset()[y.name].transpose("chain", "draw", "cell").values
         pos = {t: i for i, t in enumerate(tasks)}
         idx = np.array([pos[t] for t in tasks_cell])
