@@ -19,6 +19,7 @@ from .._base import check_int
 from .._base import check_prob
 from .._base import make_interval
 from .._numerics import wilson_bounds
+from ._results import MIN_RUNS_ZERO
 
 if TYPE_CHECKING:
     from ._results import PosteriorPassKResult
@@ -38,6 +39,7 @@ __all__ = [
     "pass_result",
     "posterior_interval",
     "posterior_summary",
+    "undefined_cells_message",
 ]
 
 SAMPLE_DIMS = ("chain", "draw")
@@ -161,6 +163,30 @@ def pass_attrs(at: bool, model: str, population: bool, min_max: int, min_runs, r
         "draws_of": draws_of,
         "interval_of": INTERVAL_OF[draws_of].format(q=quantity),
     }
+
+
+def undefined_cells_message(agents: Sequence, ks: Sequence[int], empty: np.ndarray, model: str) -> str:
+    """The words of both models for the (agent, k) cells of pass^k / pass@k over no task (NaN).
+
+    ``empty`` (agent, k) marks the cells where no task of the agent was run at
+    least ``min_runs`` times; the first five are named, the rest counted. The
+    remedy says what ``min_runs=0`` averages in ``model`` instead.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> undefined_cells_message(["a", "b"], [1, 3], np.array([[False, True], [False, False]]), "crossed")[:45]
+    'a at k=3: no task run at least min_runs times'
+    """
+    rows, cols = np.nonzero(np.asarray(empty, dtype=bool))
+    cells = [f"{agents[a]} at k={int(ks[i])}" for a, i in zip(rows, cols, strict=True)]
+    shown = cells[:5] + ([f"and {len(cells) - 5} more"] if len(cells) > 5 else [])
+    every = MIN_RUNS_ZERO[model][0] if model in MIN_RUNS_ZERO else "every task"
+    return (
+        f"{', '.join(shown)}: no task run at least min_runs times, so pass^k/pass@k over the observed tasks "
+        f"is undefined (NaN); min_runs=0 averages {every} instead, "
+        "the model extrapolating to k the tasks run fewer times"
+    )
 
 
 def observed_only(population: bool, realised: bool, mins: np.ndarray, at: bool) -> None:

@@ -55,6 +55,7 @@ from ._common import observed_only
 from ._common import pass_attrs
 from ._common import pass_result
 from ._common import posterior_interval
+from ._common import undefined_cells_message
 from ._results import PosteriorPassKResult
 from ._results import VarianceComponentDrawsResult
 
@@ -402,14 +403,7 @@ def _observed_draws(
         n_tasks[:, idx] = (mask.sum(1) if mask is not None else np.full(A, T))[:, None]
     empty = n_tasks == 0
     if empty.any():  # as the beta-binomial path: a NaN cell is said, not left silent
-        cells = [f"{parts['agent'][a]} at k={int(ks[i])}" for a, i in zip(*np.nonzero(empty), strict=True)]
-        shown = cells[:5] + ([f"and {len(cells) - 5} more"] if len(cells) > 5 else [])
-        warn_user(
-            f"{', '.join(shown)}: no task run at least min_runs times, so pass^k/pass@k over the observed tasks "
-            "is undefined (NaN); min_runs=0 averages every task of the dataset instead, "
-            "the model extrapolating to k the tasks run fewer times",
-            UndefinedMetricWarning,
-        )
+        warn_user(undefined_cells_message(list(parts["agent"]), ks, empty, "crossed"), UndefinedMetricWarning)
     return expected, draws, n_tasks
 
 

@@ -54,6 +54,7 @@ from ._common import observed_defaults
 from ._common import observed_only
 from ._common import pass_attrs
 from ._common import pass_result
+from ._common import undefined_cells_message
 from ._results import PosteriorPassKResult
 
 __all__ = ["beta_moments", "pass_at_k", "pass_hat_k"]
@@ -117,13 +118,7 @@ def _bb_observed(
     out = np.empty((*a.shape, ks.size))
     real = np.empty_like(out) if gen is not None else None
     n_tasks = np.stack([(n >= max(int(m), 1)).sum(1) for m in mins], -1)  # (agent, k)
-    empty = (n_tasks == 0).any(1)
-    if empty.any():
-        warn_user(
-            f"agents {[str(x) for x in agents[empty]]} ran no task (with the runs asked for): "
-            "pass^k/pass@k over their observed tasks is undefined (NaN)",
-            UndefinedMetricWarning,
-        )
+    _warn_undefined(agents, ks, n, n_tasks)
     ran = n > 0
     for j in range(a.shape[-1]):  # per agent keeps memory at (chain, draw, task)
         alpha = a[..., j, None] + c[j]
@@ -138,6 +133,26 @@ def _bb_observed(
                 r = 1.0 - (1.0 - p) ** int(k) if at else p ** int(k)
                 real[..., j, i] = r[..., use].mean(axis=-1) if use.any() else np.nan
     return out, real, n_tasks
+
+
+def _warn_undefined(agents: np.ndarray, ks: np.ndarray, n: np.ndarray, n_tasks: np.ndarray) -> None:
+    """Say which (agent, k) cells are NaN and why: an agent that ran nothing, or no task run min_runs times.
+
+    The second in the crossed model's words (``undefined_cells_message``), naming the cells;
+    ``min_runs=0`` is no remedy for an agent that ran no task at all, so that is said apart.
+    """
+    none = ~(n > 0).any(1)
+    empty = (n_tasks == 0) & ~none[:, None]
+    said = []
+    if none.any():
+        said.append(
+            f"agents {[str(x) for x in agents[none]]} ran no task: pass^k/pass@k over their observed "
+            "tasks is undefined (NaN) at every k, whatever min_runs; population=True gives a new task's"
+        )
+    if empty.any():
+        said.append(undefined_cells_message([str(x) for x in agents], ks, empty, "beta_binomial"))
+    if said:
+        warn_user("; ".join(said), UndefinedMetricWarning)
 
 
 def _beta_binomial_pass(

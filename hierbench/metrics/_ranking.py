@@ -68,10 +68,13 @@ def prob_superiority(
     ProbSuperiorityResult
         ``estimate`` over ``(dim, "opponent")`` (NaN on the diagonal: no agent
         is compared with itself; attrs ``var``, ``ties``, ``n_draws``,
-        ``mcse_max``, ``scale``), its Monte Carlo interval ``ci``, and the
-        posterior mean and interval of ``var_i - var_j`` (``difference``,
-        ``difference_ci``). DataArray methods act on ``estimate``
-        (``res.sel(agent="a", opponent="b")``).
+        ``mcse_max``, ``scale``), its Monte Carlo interval ``ci`` with the
+        effective sample size behind it (``ess``), and the posterior mean and
+        interval of ``var_i - var_j`` (``difference``, ``difference_ci``).
+        ``mcse_max`` is the largest Monte Carlo standard error
+        ``sqrt(p (1 - p) / ess)`` over the pairs, with the effective sample
+        size, as ``ci`` has it, not the number of draws. DataArray methods act
+        on ``estimate`` (``res.sel(agent="a", opponent="b")``).
 
     Examples
     --------
@@ -95,12 +98,15 @@ def prob_superiority(
     # an agent is not compared with itself: NaN on the diagonal, as in compare_agents
     np.fill_diagonal(gt, np.nan)
     s = x.shape[0]
+    # the Monte Carlo SE of each share from the effective sample size its own `ci` uses, not the
+    # number of draws (autocorrelated draws hold less information than their count)
+    mcse = np.sqrt(gt * (1 - gt) / ess.transpose(*est.dims).values)
     estimate = est.copy(data=gt).rename("prob_superiority")
     estimate.attrs = {
         "var": var,
         "ties": ties,
         "n_draws": s,
-        "mcse_max": float(np.nanmax(np.sqrt(gt * (1 - gt) / s))) if gt.size > 1 else np.nan,
+        "mcse_max": float(np.nanmax(mcse)) if gt.size > 1 else np.nan,
         "scale": str(da.attrs.get("scale", "unstated")),
     }
     return ProbSuperiorityResult(

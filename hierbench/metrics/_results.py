@@ -45,6 +45,24 @@ __all__ = [
 ]
 
 
+#: what ``min_runs=0`` averages, per model (a pass^k result's ``attrs["model"]``): the words of the
+#: undefined-cells warning (both models), then the repr's footnote in full
+MIN_RUNS_ZERO = {
+    "beta_binomial": (
+        "every task the agent ran",
+        "every task the agent ran, the model extrapolating to k the tasks run fewer times (each "
+        "task's success probability from its posterior given its runs); a task the agent never ran "
+        "is left out",
+    ),
+    "crossed": (
+        "every task of the dataset",
+        "every task of the dataset, the model extrapolating to k the tasks run fewer times; a cell "
+        "the agent never ran is drawn from the fitted agent and task effects, its agent x task "
+        "effect (where the fit has one) from its prior",
+    ),
+}
+
+
 class _DatasetView:
     """Item and attribute access fall through to :meth:`to_dataset` (the old Dataset return)."""
 
@@ -211,10 +229,19 @@ class PosteriorPassKResult(_DatasetView, Result):
         return self.estimate
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per (agent, k); ``quantity`` (pass^k / pass@k) and ``tasks`` (observed / population) say which."""
+        """One row per (agent, k), with what the values are as columns.
+
+        ``quantity`` (pass^k / pass@k) and ``tasks`` (observed / population),
+        then, where the attrs hold them, ``over`` (which tasks), ``draws_of``
+        (what the draws, hence the interval, describe) and ``model``: two
+        results whose intervals are for different things differ in a column.
+        """
         df = super().to_frame()
         for name in ("quantity", "tasks"):
             df[name] = self.attrs.get(name)
+        for name in ("over", "draws_of", "model"):
+            if name in self.attrs:
+                df[name] = self.attrs[name]
         return df
 
     def _repr_lines(self) -> list[str]:
@@ -235,9 +262,8 @@ class PosteriorPassKResult(_DatasetView, Result):
             notes=notes,
         )
         if differ:
-            lines += wrap_repr([
-                f"  {K_TASKS_DIFFER} (min_runs=0: every task the agent ran)"
-            ])
+            every = MIN_RUNS_ZERO.get(str(a.get("model")))
+            lines += wrap_repr([f"  {K_TASKS_DIFFER}" + (f"; min_runs=0 averages {every[1]}" if every else "")])
         return lines
 
 
@@ -259,7 +285,8 @@ class ProbSuperiorityResult(_MonteCarloProbabilities):
     """:func:`hierbench.metrics.prob_superiority`: ``P(row agent > column agent)``.
 
     ``estimate`` is the probability matrix over ``(agent, opponent)`` (NaN on
-    the diagonal), with attrs ``var``, ``ties``, ``n_draws``, ``mcse_max`` and
+    the diagonal), with attrs ``var``, ``ties``, ``n_draws``, ``mcse_max`` (the
+    largest Monte Carlo SE, with ``n`` the effective sample size) and
     ``scale``; ``ci`` is its Monte Carlo interval (Wilson, ``n`` = effective
     sample size, in ``ess``). ``difference`` and ``difference_ci`` are the
     posterior mean and equal-tailed interval of ``var_row - var_column``, the
