@@ -57,3 +57,25 @@ def test_hierbench_report_refuses_a_dataset_given_as_fit(saved_data, tmp_path, c
     err = capsys.readouterr().err
     assert f"FIT {str(path)!r} looks like a saved eval dataset" in err and f"--data {path}" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("cmd", [["report", "--data"], ["compare"], ["fit"], ["validate"]])
+def test_another_programs_netcdf_file_is_neither_called_a_log_nor_read_as_one(cmd, tmp_path, capsys):
+    # audit S 4: a plain xarray file was called "a saved eval dataset" (report FIT) and, given as
+    # --data, made a report of 8 "not computed" notes with exit 0; compare failed on a bare 'agent'
+    path = tmp_path / "weather.nc"
+    xr.Dataset({"temperature": (("lat", "lon"), np.zeros((3, 4)))}).to_netcdf(path)
+    out = tmp_path / ("f.nc" if cmd == ["fit"] else "r.md")
+    extra = ["-o", str(out)] if cmd[0] in ("report", "fit") else []
+    assert main([*cmd, str(path), *extra]) == 2
+    err = capsys.readouterr().err
+    assert f"LOG {str(path)!r} is a netCDF file but not a saved log: it holds temperature('lat', 'lon')" in err
+    assert not out.exists()
+
+
+def test_another_programs_netcdf_file_given_as_fit_keeps_load_fits_words(tmp_path, capsys):
+    path = tmp_path / "weather.nc"
+    xr.Dataset({"temperature": (("lat", "lon"), np.zeros((3, 4)))}).to_netcdf(path)
+    assert main(["report", str(path), "-o", str(tmp_path / "r.md")]) == 2
+    err = capsys.readouterr().err
+    assert "holds no `posterior` group" in err and "looks like a saved eval dataset" not in err

@@ -29,6 +29,7 @@ from ._common import _check_out
 from ._common import _jsonable
 from ._common import _progress_wanted
 from ._reading import _check_no_log_flags
+from ._reading import is_saved_log
 from ._reading import load_any
 from ._reading import say_warnings
 
@@ -150,8 +151,10 @@ def _load_fit_arg(path: str) -> xr.DataTree:
         return load_fit(path)
     except UnreadableFileError as exc:
         try:
-            load_dataset(path)  # the arbiter of what a saved eval dataset is
+            ds = load_dataset(path)  # the arbiter of what a saved eval dataset is
         except (OSError, ValueError):
+            raise exc from None
+        if not is_saved_log(ds):  # another program's netCDF file: load_fit's own words say what it is
             raise exc from None
         raise CliError(
             f"FIT {path!r} looks like a saved eval dataset, not a fit (it has no posterior group): "

@@ -303,6 +303,28 @@ def _check_no_log_flags(args: argparse.Namespace, why: str) -> None:
         )
 
 
+def is_saved_log(ds) -> bool:
+    """Whether a dataset read from netCDF is a log hierbench reads: runs, counts or battles."""
+    dv = set(ds.data_vars)
+    return bool(
+        "score" in dv or {"n_runs", "n_success"} <= dv or "hierbench_schema" in ds.attrs
+        or {"comparison", "pair"} & set(ds.dims)
+    )
+
+
+def check_saved_log(ds, path) -> None:
+    """Refuse a netCDF file that is not a saved log (another program's data), naming what it holds."""
+    if is_saved_log(ds):
+        return
+    held = ", ".join(f"{v}{tuple(ds[v].dims)}" for v in list(ds.data_vars)[:6]) or "no variables"
+    raise CliError(
+        f"LOG {str(path)!r} is a netCDF file but not a saved log: it holds {held}. A saved log "
+        "(hierbench.io.save_dataset of a dataset read by hierbench.data) has a `score` variable over "
+        "(agent, task, run), or the counts `n_runs` and `n_success`; give such a file, or the log itself "
+        "(CSV, TSV, JSONL, Parquet or Inspect logs) with its column flags"
+    )
+
+
 def load_any(path: str | Sequence[str], args: argparse.Namespace | None = None):
     """Read LOG (CSV, TSV, JSONL, Parquet, netCDF ``.nc``, or Inspect ``.eval`` / ``.json`` logs) into an eval dataset.
 
@@ -326,6 +348,7 @@ def load_any(path: str | Sequence[str], args: argparse.Namespace | None = None):
             from ..io import load_dataset
 
             ds = load_dataset(p)  # a saved fit is refused, naming `hierbench report`
+            check_saved_log(ds, p)
         else:
             from ..data import from_records
 
