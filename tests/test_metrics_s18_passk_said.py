@@ -154,3 +154,19 @@ def test_population_frame_says_parameter():
     f = res.to_frame()
     assert f["draws_of"].unique().tolist() == ["parameter"]
     assert f["over"].unique().tolist() == ["a new task from the population"]
+
+
+def test_posterior_summaries_of_two_variables_differ_in_their_frames():
+    # mean_observed (these tasks) and mean_new_task (a new task) had identically labelled frames
+    import numpy as np
+    import xarray as xr
+
+    from hierbench.metrics import posterior_summary
+
+    x = np.random.default_rng(0).normal(size=(2, 40, 2))
+    draws = {n: xr.DataArray(x, dims=("chain", "draw", "agent"), coords={"agent": ["a", "b"]}, name=n)
+             for n in ("mean_observed", "mean_new_task")}  # fmt: skip
+    obs, new = (posterior_summary(d).to_frame() for d in draws.values())
+    assert (obs["variable"] == "mean_observed").all() and (new["variable"] == "mean_new_task").all()
+    assert (obs["tasks"] == "observed").all() and (new["tasks"] == "population").all()
+    assert (obs["quantity"] == "mean score").all()

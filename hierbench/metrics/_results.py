@@ -189,6 +189,20 @@ class PosteriorSummaryResult(_DatasetView, Result):
 
     _estimate_label: ClassVar[str] = "posterior mean of {name}"
 
+    def to_frame(self) -> pd.DataFrame:
+        """One row per cell, with the variable's name and what it estimates (``quantity``, ``tasks``) as columns.
+
+        Summaries of two variables (``mean_observed``: these tasks; ``mean_new_task``: a new
+        task) then differ in a column, not only in the repr.
+        """
+        df = super().to_frame()
+        if self.estimate.name is not None:
+            df["variable"] = str(self.estimate.name)
+        for name in ("quantity", "tasks"):
+            if name in self.estimate.attrs:
+                df[name] = self.estimate.attrs[name]
+        return df
+
 
 @dataclass(frozen=True, repr=False)
 class PosteriorPassKResult(_DatasetView, Result):
