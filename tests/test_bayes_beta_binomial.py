@@ -100,10 +100,14 @@ def test_task_posteriors_by_conjugacy(rats_fit):
     # stratified quantiles of 2000 draws: within 0.005 of the exact Beta quantiles
     np.testing.assert_allclose(tp1["ci"].values[0, :, 0], stats.beta.ppf(0.05, a, b), atol=0.005)
     np.testing.assert_allclose(tp1["ci"].values[0, :, 1], stats.beta.ppf(0.95, a, b), atol=0.005)
-    # the fitted model's benchmark means are the conjugate ones
-    np.testing.assert_allclose(
-        idata["posterior"]["mean_observed"].mean().item(), tp["mean"].mean().item(), rtol=1e-10
-    )
+    # the fit's mean_observed draws each task's p_t (the realised task average): its posterior
+    # mean is the conjugate one within Monte Carlo error, 4 sqrt(mean_s V_s / S) with
+    # V_s = sum_t Var(Beta(a_st, b_st)) / T^2 the variance of one realisation given the draw
+    post = idata["posterior"]
+    a = (post["mu"] * post["kappa"] + counts.n_success).values
+    b = ((1 - post["mu"]) * post["kappa"] + counts.n_runs - counts.n_success).values
+    v = (a * b / ((a + b) ** 2 * (a + b + 1))).sum(-1) / a.shape[-1] ** 2
+    assert abs(post["mean_observed"].mean().item() - tp["mean"].mean().item()) < 4 * np.sqrt(v.mean() / v.size)
 
 
 @pytest.mark.slow

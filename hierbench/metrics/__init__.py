@@ -47,6 +47,7 @@ from ._mixed import mixed_draws as mixed_draws
 from ._mixed import ordinal_probs as ordinal_probs
 from ._mixed import row_predictor as row_predictor
 from ._mixed import task_codes as task_codes
+from ._passk import _bb_observed as _bb_observed  # for hierbench.bayes
 from ._passk import beta_moments
 from ._passk import pass_at_k
 from ._passk import pass_hat_k

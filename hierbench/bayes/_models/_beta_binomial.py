@@ -29,6 +29,8 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
+from ..._base import COUNTS_HASH
+from ..._base import DATA_HASH
 from ..._base import DEFAULT_PROB
 from ..._base import as_rng
 from ..._base import check_choice
@@ -72,6 +74,7 @@ BETA_BINOMIAL_PRIORS: dict[str, dict[str, dict[str, Any]]] = {
 HOOKS = {
     "predictive": "beta_binomial.predictive",
     "log_likelihood": "beta_binomial.log_likelihood",
+    "postprocess": "beta_binomial.mean_observed",
     "data_updates": "beta_binomial.data_updates",
 }
 
@@ -181,10 +184,12 @@ def build_beta_binomial(
     pymc.Model
         Free variables per the pooling; deterministics ``mu(agent)``,
         ``rho(agent)``, ``kappa(agent)`` (= 1 / rho - 1), ``ability(agent)``
-        (= ``mu``, probability scale), ``mean_new_task(agent)`` (= ``mu``)
-        and ``mean_observed(agent)`` (the posterior expected mean success
-        probability over the dataset's tasks, by conjugacy). Likelihood: the
-        potential ``y_loglik``, the cells' beta-binomial log probabilities
+        (= ``mu``, probability scale) and ``mean_new_task(agent)`` (= ``mu``).
+        A fit adds ``mean_observed(agent)`` after sampling: per draw, the
+        average over the dataset's tasks of each task's own success
+        probability, drawn from its conditional Beta posterior with the
+        fit's ``rng`` (the realised task average, as the crossed model's).
+        Likelihood: the potential ``y_loglik``, the cells' beta-binomial log probabilities
         summed per agent and factor (a fit still records ``observed_data``
         ``y(cell)`` and draws ``posterior_predictive`` ``y(cell)``);
         constant data ``n_runs``, ``n_success`` (agent, task),
@@ -215,14 +220,13 @@ def build_beta_binomial(
     pri = merge_priors(BETA_BINOMIAL_PRIORS[pooling], priors)
     coords, _ = count_coords(counts, cells)
     with pm.Model(coords=coords) as model:
-        # the cells are constant data (the likelihood reads their tallies)
-        n_grid, y_grid, _, _ = count_data(counts, cells)
+        # the counts are constant data (the likelihood reads their tallies, mean_observed the grid)
+        count_data(counts, cells)
         mu, rho = _agent_rates(pri, pooling, is_centred)
-        kappa = pm.Deterministic("kappa", (1.0 - rho) / rho, dims="agent")
+        pm.Deterministic("kappa", (1.0 - rho) / rho, dims="agent")
         pm.Deterministic("ability", mu, dims="agent")
         pm.Deterministic("mean_new_task", mu, dims="agent")
-        post_mean = (mu[:, None] * kappa[:, None] + y_grid) / (kappa[:, None] + n_grid)
-        pm.Deterministic("mean_observed", post_mean.mean(axis=1), dims="agent")
+        # mean_observed (the realised task average) is added after sampling by the postprocess hook
         _tally_likelihood(model, mu, rho, cells, len(coords["agent"]))
     model.hierbench = _info(st, counts, cells, pri, pooling, is_centred)
     return model
@@ -315,13 +319,60 @@ def _info(
             "n_agents": int(counts.sizes["agent"]),
         },
         observed_cells={"y": cells["cell_y"]},
+        # mean_observed is added by the postprocess hook, which sets its own attrs
         var_attrs={
             "ability": {"scale": "probability", "meaning": "mu: mean success probability over the task population"},
             "rho": {"scale": "probability", "meaning": "intraclass correlation of two runs of one task, 1 / (1 + kappa)"},
-            "mean_observed": {"scale": "probability", "meaning": "posterior mean success probability over the dataset's tasks"},
             "mean_new_task": {"scale": "probability", "meaning": "expected success probability on a new task"},
         },
     )
+
+
+#: what the draws of ``mean_observed`` are (its ``meaning`` attr)
+MEAN_OBSERVED_MEANING = (
+    "average over the dataset's tasks of each task's success probability p_t, p_t drawn from its "
+    "posterior Beta(mu kappa + c, (1 - mu) kappa + n - c) given the draw (realised task average; "
+    "tasks the agent never ran from the prior Beta(mu kappa, (1 - mu) kappa))"
+)
+
+
+@register_hook("beta_binomial.mean_observed")
+def _add_mean_observed(
+    dt: xr.DataTree, rng: None | int | np.random.Generator = None, *, info: Any = None
+) -> xr.DataTree:
+    """Add ``mean_observed(agent)``: per draw, the realised average of the ``p_t`` over the dataset's tasks.
+
+    Each task's ``p_t`` is drawn from ``Beta(mu kappa + c, (1 - mu) kappa + n - c)``
+    given the draw's ``(mu, kappa)``, so the interval covers the mean of the true
+    ``p_t`` over these tasks, not only the mean of their conditional expectations
+    (whose interval is narrower). The tasks an agent ran are drawn as
+    :func:`hierbench.metrics.pass_hat_k` draws them (``k=1``, ``realised=True``);
+    the grid's tasks it never ran (``n = 0``) from the prior ``Beta(mu kappa,
+    (1 - mu) kappa)``, and every task of the grid counts, as in the conditional
+    expectation this variable held before (whose mean it keeps).
+    """
+    from ...metrics import _bb_observed
+
+    post = dt["posterior"].to_dataset()
+    if "mean_observed" in post:
+        return dt
+    gen = as_rng(rng)
+    mu, kappa = (post[v].transpose("chain", "draw", "agent") for v in ("mu", "kappa"))
+    a, b = (mu * kappa).values, ((1.0 - mu) * kappa).values
+    ones = np.ones(1, dtype=np.int64)
+    _, ran_mean, n_ran = _bb_observed(dt, a, b, ones, ones * 0, False, gen, post.agent.values)
+    unrun = dt["constant_data"]["n_runs"].transpose("agent", "task").values == 0
+    total = ran_mean[..., 0] * n_ran[:, 0]  # (chain, draw, agent): the sum over the tasks run
+    for j in np.flatnonzero(unrun.any(axis=1)):  # never-run tasks: from the prior
+        size = (*a.shape[:-1], int(unrun[j].sum()))
+        with np.errstate(all="ignore"):
+            p = gen.beta(np.maximum(a[..., j, None], 1e-300), np.maximum(b[..., j, None], 1e-300), size=size)
+        total[..., j] += p.sum(axis=-1)
+    attrs = {"scale": "probability", "meaning": MEAN_OBSERVED_MEANING}
+    attrs |= {k: str(dt.attrs[k]) for k in (DATA_HASH, COUNTS_HASH) if dt.attrs.get(k)}
+    post["mean_observed"] = xr.DataArray(total / unrun.shape[1], dims=mu.dims, coords=mu.coords, attrs=attrs)
+    dt["posterior"] = xr.DataTree(post)
+    return dt
 
 
 @register_hook("beta_binomial.data_updates")
