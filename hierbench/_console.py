@@ -7,6 +7,7 @@ these, so neither imports the other for them.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import warnings
 from collections.abc import Iterable
@@ -161,21 +162,65 @@ def seconds(x) -> str:
     return f"{x:.1f} s" if x < 10 else f"{x:.0f} s"
 
 
+def stale_diagnostics(dt) -> str:
+    """Says that a fit's recorded convergence checks are of other draws than its posterior holds ("" if not).
+
+    ``diag_n_chains`` / ``diag_n_draws`` record the draws the checks were computed on; draws cut
+    with ``isel`` or ``sel`` after fitting leave them stale. A fit that records no counts (older
+    files) is taken as it is. This room cannot recompute them (it does not import
+    ``hierbench.bayes``): the sentence says who does.
+    """
+    a = getattr(dt, "attrs", {})
+    if a.get("diag_n_chains") is None or a.get("diag_n_draws") is None or "posterior" not in getattr(dt, "children", {}):
+        return ""
+    sizes = dt["posterior"].sizes
+    was = (int(a["diag_n_chains"]), int(a["diag_n_draws"]))
+    now = (int(sizes.get("chain", 0)), int(sizes.get("draw", 0)))
+    if was == now:
+        return ""
+    return (
+        f"the convergence checks saved with this fit are stale: they were computed on {was[0]} chains x "
+        f"{was[1]:,} draws, but its posterior holds {now[0]} x {now[1]:,} (draws cut after fitting), so its "
+        "recorded verdict is not this posterior's; hierbench.bayes.compute_diagnostics(fit) recomputes them "
+        "on the draws there are (hierbench report does, in its Convergence section)"
+    )
+
+
+def _verdict_word(a) -> str:
+    """``converged``, ``NOT converged`` or ``NOT fully checked`` (a check that could not be made)."""
+    if a.get("diag_verdict") == "not fully checked":
+        return "NOT fully checked"
+    return "converged" if int(a["diag_converged"]) else "NOT converged"
+
+
 def diagnostics_line(dt) -> str:
-    """The fit's convergence checks in one sentence: verdict, R-hat against its limit, ESS, divergences."""
+    """The fit's convergence checks in one sentence: verdict, R-hat against its limit, ESS, divergences.
+
+    A check that could not be computed or was not recorded is said so, never as a number;
+    recorded checks of other draws than the posterior holds are said to be stale.
+    """
     a = dt.attrs
     if "diag_converged" not in a:
         return "convergence not checked"
+    if stale := stale_diagnostics(dt):
+        return stale
 
     def num(key: str) -> float:
         return float(a.get(key, float("nan")))
 
-    verdict = "converged" if int(a["diag_converged"]) else "NOT converged"
+    def ess(key: str) -> str:
+        return "not computed" if math.isnan(num(key)) else f"{num(key):.0f}"
+
+    none = "not checked" if a.get("diag_verdict") == "not fully checked" else "not computed (no element has a finite R-hat)"
+    rhat = (f"R-hat {none}" if math.isnan(num("diag_max_r_hat")) else
+            f"max R-hat {num('diag_max_r_hat'):.3f} (limit {num('diag_r_hat_limit'):.3f} "
+            f"for {int(a.get('diag_n_checked', 0))} elements checked)")  # fmt: skip
+    div = num("diag_n_divergent") if "diag_n_divergent" in a else 0.0
+    bfmi = num("diag_min_bfmi")
     return (
-        f"{verdict}: max R-hat {num('diag_max_r_hat'):.3f} (limit {num('diag_r_hat_limit'):.3f} "
-        f"for {int(a.get('diag_n_checked', 0))} elements checked), min ESS bulk "
-        f"{num('diag_min_ess_bulk'):.0f} / tail {num('diag_min_ess_tail'):.0f}, "
-        f"{int(a.get('diag_n_divergent', 0))} divergences, min E-BFMI {num('diag_min_bfmi'):.2f}"
+        f"{_verdict_word(a)}: {rhat}, min ESS bulk {ess('diag_min_ess_bulk')} / tail {ess('diag_min_ess_tail')}, "
+        + ("divergences not recorded" if math.isnan(div) else f"{int(div)} divergences")
+        + (", E-BFMI not recorded" if math.isnan(bfmi) else f", min E-BFMI {bfmi:.2f}")
     )
 
 
@@ -183,14 +228,22 @@ def convergence_line(dt, remedy: str = "") -> str | None:
     """One line saying why a fit failed its convergence checks (None when it passed).
 
     ``remedy``: what to do, added after the reasons (``hierbench fit`` and ``hierbench report``
-    give ``hierbench.bayes.convergence_remedy(dt, cli=True)``).
+    give ``hierbench.bayes.convergence_remedy(dt, cli=True)``). A fit whose checks could not
+    all be made is said to be not fully checked; recorded checks of other draws than the
+    posterior holds are said to be stale (the remedy, drawn from them, is left out).
     """
     conv = dt.attrs.get("diag_converged")
-    if conv is None or int(conv):
+    if conv is None:
+        return None
+    if stale := stale_diagnostics(dt):
+        return stale
+    if int(conv):
         return None
     fails = dt.attrs.get("diag_failures", "")
     try:
         fails = "; ".join(json.loads(fails)) if isinstance(fails, str) else "; ".join(fails)
     except ValueError:
         pass
+    if dt.attrs.get("diag_verdict") == "not fully checked":
+        return f"the fit was not fully checked: {fails}" + (f". What to do: {remedy}" if remedy else "")
     return f"the fit did not converge: {fails}" + (f". What to do: {remedy}" if remedy else "")

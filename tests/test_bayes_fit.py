@@ -56,7 +56,9 @@ def test_groups_and_stamps(tiny, nutpie_fit):
     assert a["hierbench_data_hash"] == data_hash(to_counts(tiny))
     assert len(a["hierbench_data_hash"]) == len(hashlib.sha256(b"").hexdigest())
     settings = json.loads(a["sampler_settings"])
-    assert settings == {"chains": 2, "draws": 300, "tune": 300, "init": "map", "draws_rule": "fixed"}
+    # every default resolved: target_accept is nutpie's own (no registered one for pooling="none"; audit S18, 7)
+    assert settings == {"chains": 2, "draws": 300, "tune": 300, "init": "map", "draws_rule": "fixed",
+                        "target_accept": 0.8}
     run = json.loads(a["fit_run"])
     assert run["rule"] == "fixed" and run["init"] in ("map", "support_point")
     assert "300 draws per chain (fixed)" in a["fit_notes"]

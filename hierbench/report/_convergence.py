@@ -9,6 +9,7 @@ import pandas as pd
 import xarray as xr
 
 from .._base import fit_checks
+from .._base import fit_record
 from ..bayes import convergence_remedy
 from ._context import _TITLES
 from ._context import _Context
@@ -80,21 +81,49 @@ _CHECK_LABELS = {
 def _diag_checks(fit: xr.DataTree) -> tuple[list[dict], list[str]]:
     """The fit's recorded checks (value, where, limit, why) and failures, from one computation.
 
-    Fits saved before the checks were recorded get them recomputed (their
-    failures too, so the rows and the verdict agree). Recorded checks that cannot be
-    read (an edited file) are refused by name (``hierbench._base.fit_checks``): the
-    table states a verdict from them.
+    Fits saved before the checks were recorded, and fits whose draws were cut after the
+    checks were recorded, get them recomputed (``_diagnosed``; their failures too, so
+    the rows and the verdict agree). Recorded checks that cannot be read (an edited file)
+    are refused by name (``hierbench._base.fit_checks``): the table states a verdict from them.
     """
-    if "diag_checks" not in fit.attrs and "posterior" in fit.children:
-        from .. import bayes
-
-        fit = bayes.compute_diagnostics(fit, warn=False)
+    fit, _ = _diagnosed(fit)
     failures = fit.attrs.get("diag_failures", "[]")
     try:
         failures = json.loads(failures) if isinstance(failures, str) else list(failures)
     except ValueError:
         failures = [failures]
     return fit_checks(fit), failures
+
+
+def _diagnosed(fit: xr.DataTree) -> tuple[xr.DataTree, str]:
+    """The fit with convergence checks of the draws it holds, and a sentence when they were recomputed for that.
+
+    A fit saved before the checks were recorded gets them computed (nothing recorded, nothing
+    to say). A fit whose recorded checks state other chain and draw counts (``diag_n_chains``,
+    ``diag_n_draws``) than its posterior holds (draws cut with ``isel`` or ``sel`` after
+    fitting) gets them recomputed on the draws there are, at the recorded thresholds, and the
+    sentence says so. A fit that records no counts (older files) is read as it is.
+    """
+    if "posterior" not in fit.children:
+        return fit, ""
+    from .. import bayes
+
+    if "diag_checks" not in fit.attrs:
+        return bayes.compute_diagnostics(fit, warn=False), ""
+    a, sizes = fit.attrs, fit["posterior"].sizes
+    if a.get("diag_n_chains") is None or a.get("diag_n_draws") is None:
+        return fit, ""
+    was = (int(a["diag_n_chains"]), int(a["diag_n_draws"]))
+    now = (int(sizes["chain"]), int(sizes["draw"]))
+    if was == now:
+        return fit, ""
+    th = {k: v for k, v in fit_record(fit, "diag_thresholds").items() if k in bayes.DEFAULT_THRESHOLDS}
+    redone = bayes.compute_diagnostics(fit, thresholds=th or None, warn=False)
+    return redone, (
+        f"The convergence checks saved with this fit were computed on {was[0]} chains x {was[1]:,} draws, "
+        f"but its posterior holds {now[0]} x {now[1]:,} (draws cut after fitting): every check below is "
+        "recomputed here on the draws there are."
+    )
 
 
 def _shown(check: str, value: float) -> str:
@@ -115,13 +144,13 @@ def _check_rows(checks: list[dict], ranks: dict[str, float], alpha: float, thin:
         value = c["value"]
         if c.get("over_limit_at"):
             value, limit = c["over_limit_value"], f"≤ {c['over_limit_limit']:.4g}"
-        value = _shown(c["check"], value)
+        value = "not recorded" if c.get("not_checked") else _shown(c["check"], value)
         rows.append({
             "check": _CHECK_LABELS.get(c["check"], c["check"]),
             "value": value,
             "at": c.get("over_limit_at") or c["at"],
             "limit": limit,
-            "passes": bool(c["passed"]),
+            "passes": "not checked" if c.get("not_checked") else bool(c["passed"]),
             "why this limit": c["why"],
         })  # fmt: skip
     tested = {k: v for k, v in ranks.items() if np.isfinite(v)}  # none with too few chains
@@ -151,11 +180,18 @@ def _n_elements(checks: list[dict], n_plotted: int) -> int:
 
 
 def _verdict(failures: list, table: pd.DataFrame, marked: dict[str, float] | None = None,
-             alpha: float = 0.01, remedy: str = "") -> tuple[str, str | None]:
+             alpha: float = 0.01, remedy: str = "", unchecked: bool = False) -> tuple[str, str | None]:
     """One line that agrees with every row of the table, and explains a panel the plots mark.
 
     ``remedy``: what to do about a fit that failed (``hierbench.bayes.convergence_remedy``).
+    ``unchecked``: every one of ``failures`` is a check that could not be made (the fit's
+    ``diag_verdict`` is "not fully checked"): never "every check passes".
     """
+    if failures and unchecked:
+        return "not fully checked", (
+            "Not every convergence check could be made: " + "; ".join(map(str, failures))
+            + ". The checks that were made pass; the fit's summaries rest on them only."
+        )
     if failures:
         return "not converged", (
             "The fit FAILED convergence checks: " + "; ".join(map(str, failures))
@@ -189,23 +225,28 @@ def _sec_convergence(ctx: _Context, rep: Report, sid: str) -> None:
         raise _Skip("no fit given: the Bayesian sections need a fit")
     from . import _figures as F
 
-    a = ctx.fit.attrs
-    worst = _worst(ctx.fit, ctx.post)
+    fit, recomputed = _diagnosed(ctx.fit)  # the checks of the draws the fit holds
+    a = fit.attrs
+    worst = _worst(fit, ctx.post)
     sel = [(v, s) for v, s, _ in worst]
     alpha = 1 - F.RANK_ENVELOPE
-    checks, failures = _diag_checks(ctx.fit)
+    checks, failures = _diag_checks(fit)
     thin = F.rank_thinning(ctx.post, sel) if sel else 1  # once: the test and the plot read the same draws
     ranks = F.rank_tests(ctx.post, sel, step=thin) if sel else {}
     table = _check_rows(checks, ranks, alpha, thin)
-    remedy = convergence_remedy(ctx.fit, cli=False) if failures else ""
-    verdict, note = _verdict(failures, table, ranks, alpha, remedy)
+    unchecked = a.get("diag_verdict") == "not fully checked"
+    remedy = convergence_remedy(fit, cli=False) if failures and not unchecked else ""
+    verdict, note = _verdict(failures, table, ranks, alpha, remedy, unchecked)
     if failures:  # said under the title too: the verdict binds every posterior number before this section
-        rep.lead = ("Fit not converged: " + "; ".join(map(str, failures)) + ". Do not trust its summaries (the "
+        rep.lead = (("Fit not fully checked: " + "; ".join(map(str, failures)) + ". Its summaries below rest on "
+                     "the checks that were made only; the Convergence section gives each check.") if unchecked else
+                    "Fit not converged: " + "; ".join(map(str, failures)) + ". Do not trust its summaries (the "
                     "agent abilities, ranks and P(a > b) below); the Convergence section gives each check"
-                    + (" and what to do." if remedy else "."))
+                    + (" and what to do." if remedy else "."))  # fmt: skip
     text = (
         f"Sampler {a.get('sampler', '?')} with settings {a.get('sampler_settings', '')}. "
-        f"**Verdict: {verdict}.** Each check below states its limit and why the limit is what it is."
+        f"**Verdict: {verdict}.** " + (f"{recomputed} " if recomputed else "")
+        + "Each check below states its limit and why the limit is what it is."
     )
     if worst:
         text += "\n\nThe parameters with the highest R-hat are plotted below: " + ", ".join(

@@ -145,6 +145,16 @@ def compute_diagnostics(
         ``diag_min_bfmi``, ``diag_converged`` (1/0), ``diag_failures``
         (JSON list of messages) and ``diag_checks`` (JSON: per check its
         value, where, the limit applied, and why the limit is what it is).
+        ``diag_n_chains`` and ``diag_n_draws`` (also attrs ``n_chains`` and
+        ``n_draws`` of the ``diagnostics`` group) state the draws all of it was
+        computed on. A check that could not be made is never passed: R-hat or
+        ESS with no finite element (fewer than 4 draws per chain; R-hat with one
+        chain) fails, saying why; divergences or E-BFMI that ``sample_stats``
+        does not record (and R-hat for an approximate fit) are NaN with
+        ``not_checked`` in ``diag_checks`` and a message in ``diag_failures``.
+        ``diag_verdict`` is ``"converged"`` (``diag_converged`` 1), ``"not
+        converged"``, or ``"not fully checked"`` when only such checks were
+        missing.
 
     Examples
     --------
@@ -178,40 +188,49 @@ def diagnose(
     th = _thresholds(thresholds)
     post = _posterior(fit, var_names)
     per_element = _per_element(post, known)
+    approx = _approximate(fit)
     checks = [
-        _rhat_check(per_element, post, th),
-        *_ess_checks(per_element, int(post.sizes["chain"]), th),
-        *_sampler_checks(fit, th),
+        _rhat_check(per_element, post, th, approx),
+        *_ess_checks(per_element, post, th),
+        *_sampler_checks(fit, th, approx),
     ]
     bad = _nonfinite_draws(post)
     failures = ([bad] if bad else []) + [c["failure"] for c in checks if c["failure"]]
+    unchecked = [c["failure"] for c in checks if c["failure"] and c.get("not_checked")]
+    verdict = ("converged" if not failures else
+               "not fully checked" if len(unchecked) == len(failures) else "not converged")  # fmt: skip
     failed_at = [c["at"] for c in checks if c["failure"] and c["at"]]
     out = fit.copy()
     out["diagnostics"] = xr.DataTree.from_dict(
         {k: per_element[k] for k in ("r_hat", "ess_bulk", "ess_tail")}
     )
-    rhat = checks[0]
+    sizes = {"n_chains": int(post.sizes["chain"]), "n_draws": int(post.sizes["draw"])}
+    out["diagnostics"].attrs.update(sizes)  # the draws these statistics are of
+    rhat, n_div = checks[0], checks[3]["value"]
     out.attrs.update(
         diag_max_r_hat=rhat["value"],
         diag_min_ess_bulk=checks[1]["value"],
         diag_min_ess_tail=checks[2]["value"],
-        diag_n_divergent=int(checks[3]["value"]),
+        diag_n_divergent=int(n_div) if np.isfinite(n_div) else float("nan"),  # NaN: not recorded
         diag_min_bfmi=checks[4]["value"],
         diag_converged=int(not failures),
+        diag_verdict=verdict,
         diag_failures=json.dumps(failures),
         diag_thresholds=json.dumps(th),
         diag_r_hat_limit=rhat.get("over_limit_limit", rhat["limit"]),
         diag_n_checked=rhat["n_elements"],
+        diag_n_chains=sizes["n_chains"],
+        diag_n_draws=sizes["n_draws"],
         diag_checks=json.dumps([{k: v for k, v in c.items() if k != "failure"} for c in checks]),
     )
-    advice = _advice(fit, failed_at, checks[3]["failure"] is not None, checks[4]["failure"] is not None)
+    made = [c["failure"] is not None and not c.get("not_checked") for c in checks]
+    advice = _advice(fit, failed_at, made[3], made[4])
     out.attrs["diag_advice"] = advice
     if warn and failures:
-        warn_user(
-            "fit failed convergence checks: " + "; ".join(failures) + ". " + advice
-            + " Do not use its summaries until this is fixed.",
-            ConvergenceWarning,
-        )
+        head, tail = (("fit failed convergence checks: ", " Do not use its summaries until this is fixed.")
+                      if verdict == "not converged" else
+                      ("fit not fully checked: ", " Its summaries rest on the checks that were made only."))  # fmt: skip
+        warn_user(head + "; ".join(failures) + ". " + advice + tail, ConvergenceWarning)
     return out
 
 
@@ -345,10 +364,17 @@ def _check(name: str, value: float, at: str, limit: float, rule: str, failure: s
             "why": WHY[name], "passed": failure is None, "failure": failure}  # fmt: skip
 
 
-def _rhat_check(pe: dict, post: xr.Dataset, th: dict) -> dict:
-    """The largest R-hat with its own limit, and any element over its limit (module docstring)."""
+def _rhat_check(pe: dict, post: xr.Dataset, th: dict, approx: tuple[str, str] = ("", "")) -> dict:
+    """The largest R-hat with its own limit, and any element over its limit (module docstring).
+
+    No element with a finite R-hat (fewer than 4 draws per chain, one chain, or nothing that
+    varies) fails the check, saying why; for an approximate fit (one chain of independent
+    draws) R-hat does not apply and is recorded as not checked.
+    """
     chains, draws = int(post.sizes["chain"]), int(post.sizes["draw"])
     n_elem = int(sum(np.isfinite(np.asarray(d.values, float)).sum() for d in pe["r_hat"].data_vars.values()))
+    if n_elem == 0:
+        return _not_computable("r_hat", "R-hat", post, th, approx)
     worst, excess = None, -np.inf  # the element furthest over (or least under) its limit
     top = (np.nan, "", float(th["r_hat"]))  # the largest R-hat, where, and its limit
     for name, da in pe["r_hat"].data_vars.items():
@@ -379,7 +405,40 @@ def _rhat_check(pe: dict, post: xr.Dataset, th: dict) -> dict:
     return out
 
 
-def _ess_checks(pe: dict, chains: int, th: dict) -> list[dict]:
+#: ArviZ's rank-normalised R-hat and ESS are NaN below this many draws per chain
+MIN_DRAWS = 4
+
+
+def _not_computable(key: str, label: str, post: xr.Dataset, th: dict, approx: tuple[str, str]) -> dict:
+    """A check no element could be computed for: failed with why and what to do, never passed.
+
+    For an approximate fit R-hat does not apply (one chain of independent draws): recorded as
+    not checked, naming the fit's own check.
+    """
+    chains, draws = int(post.sizes["chain"]), int(post.sizes["draw"])
+    limit = float(th["r_hat"]) if key == "r_hat" else float(th[f"{key}_per_chain"] * chains)
+    if key == "r_hat" and approx[0]:
+        out = _check(key, np.nan, "", limit, "<=", f"R-hat not checked: {approx[0]} draws independent draws "
+                     f"from its approximation in one chain, so R-hat, which compares chains, does not apply{approx[1]}")
+        return out | {"n_elements": 0, "not_checked": True}
+    if draws < MIN_DRAWS and key != "r_hat":  # the R-hat failure, first, says it in full
+        why = f"fewer than {MIN_DRAWS} draws per chain"
+    elif draws < MIN_DRAWS:
+        why = (f"ArviZ computes R-hat and ESS from at least {MIN_DRAWS} draws per chain and this fit has {draws} "
+               f"per chain in {chains} chain{'s' * (chains != 1)}: refit with more draws")
+    elif key == "r_hat" and chains < 2:
+        why = ("R-hat compares chains and this fit has 1 chain: refit with 2 or more chains "
+               "(hierbench.bayes.fit runs 4 by default)")
+    else:
+        why = ("every checked element is constant over the draws or has non-finite draws: check "
+               "that the posterior holds the sampled parameters")
+    out = _check(key, np.nan, "", limit, "<=" if key == "r_hat" else ">=",
+                 f"{label} not computable: no element has a finite {label} ({why})")
+    return out | ({"n_elements": 0} if key == "r_hat" else {})
+
+
+def _ess_checks(pe: dict, post: xr.Dataset, th: dict) -> list[dict]:
+    chains = int(post.sizes["chain"])
     out = []
     for key, label in (("ess_bulk", "ESS_bulk"), ("ess_tail", "ESS_tail")):
         need = th[f"{key}_per_chain"] * chains
@@ -390,34 +449,64 @@ def _ess_checks(pe: dict, chains: int, th: dict) -> list[dict]:
                 k = int(np.nanargmin(v))
                 if v[k] < best:
                     best, at, var = float(v[k]), _where(str(name), da, k), str(name)
-        best = best if np.isfinite(best) else np.nan
+        if not np.isfinite(best):
+            out.append(_not_computable(key, label, post, th, ("", "")))
+            continue
         fail = f"min {label} {best:.0f} < {need:.0f} (at `{var}`)" if best < need else None
         out.append(_check(key, best, at, float(need), ">=", fail))
     return out
 
 
-def _sampler_checks(fit: xr.DataTree, th: dict) -> list[dict]:
+def _approximate(fit: xr.DataTree) -> tuple[str, str]:
+    """For a fit of :func:`hierbench.bayes.fit_approx`: what it is, and its own check (else two ``""``).
+
+    E.g. ``("an approximate (advi) fit", "; its own check is the PSIS k-hat ...")``: the NUTS
+    checks (R-hat, divergences, E-BFMI) do not apply to it.
+    """
+    a = fit.attrs
+    try:
+        approximate = bool(int(a.get("approximate", 0) or 0))
+        k = float(a.get("psis_khat", np.nan))
+    except (TypeError, ValueError):
+        approximate, k = False, np.nan
+    if not approximate:
+        return "", ""
+    own = (f"; its own check is the PSIS k-hat (Yao et al. 2018): {k:.2f} against the threshold "
+           f"{float(a.get('psis_khat_threshold', 0.7)):.2f}" if np.isfinite(k) else
+           "; its own check, the PSIS k-hat (Yao et al. 2018), was not computed")  # fmt: skip
+    return f"an approximate ({a.get('method', '?')}) fit", own
+
+
+def _sampler_checks(fit: xr.DataTree, th: dict, approx: tuple[str, str] = ("", "")) -> list[dict]:
+    """Divergences and E-BFMI from ``sample_stats``; where the fit has not recorded them, not checked (never passed)."""
     import arviz_stats as azs
 
-    n_div, min_bfmi = 0, np.nan
-    if "sample_stats" in fit.children:
-        stats = fit["sample_stats"].to_dataset()
-        if "diverging" in stats:
-            n_div = int(stats["diverging"].values.sum())
-        if "energy" in stats:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                min_bfmi = float(np.min(np.asarray(azs.bfmi(stats[["energy"]])["energy"])))
+    stats = fit["sample_stats"].to_dataset() if "sample_stats" in fit.children else xr.Dataset()
+    n_div, min_bfmi = np.nan, np.nan
+    if "diverging" in stats:
+        n_div = int(stats["diverging"].values.sum())
+    if "energy" in stats:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            min_bfmi = float(np.min(np.asarray(azs.bfmi(stats[["energy"]])["energy"])))
     div_fail = f"{n_div} divergent transitions" if n_div > th["divergences"] else None
-    bfmi_fail = (
-        f"min E-BFMI {min_bfmi:.3f} < {th['bfmi']}"
-        if np.isfinite(min_bfmi) and min_bfmi < th["bfmi"]
-        else None
-    )
-    return [
-        _check("divergences", float(n_div), "", float(th["divergences"]), "<=", div_fail),
-        _check("bfmi", min_bfmi, "", float(th["bfmi"]), ">=", bfmi_fail),
-    ]
+    bfmi_fail = f"min E-BFMI {min_bfmi:.3f} < {th['bfmi']}" if min_bfmi < th["bfmi"] else None
+    div = _check("divergences", float(n_div), "", float(th["divergences"]), "<=", div_fail)
+    bfmi = _check("bfmi", min_bfmi, "", float(th["bfmi"]), ">=", bfmi_fail)
+    for c, var, label in ((div, "diverging", "divergent transitions"), (bfmi, "energy", "E-BFMI")):
+        if np.isfinite(c["value"]):
+            continue
+        if approx[0]:
+            why = f"{approx[0]} has no NUTS trajectories, so {label} {'do' if c is div else 'does'} not apply"
+        elif "sample_stats" not in fit.children:
+            why = ("the fit has no sample_stats group (a file made elsewhere, or a tree whose sample_stats "
+                   "were dropped): keep sample_stats with the posterior, or refit with hierbench.bayes.fit")
+        elif var not in stats:
+            why = f"its sample_stats hold no `{var}`: keep it with the posterior, or refit with hierbench.bayes.fit"
+        else:
+            why = f"the sampler's `{var}` is constant or not finite over the draws"
+        c.update(passed=False, not_checked=True, failure=f"{label} not checked: {why}")
+    return [div, bfmi]
 
 
 def _nonfinite_draws(post: xr.Dataset) -> str | None:

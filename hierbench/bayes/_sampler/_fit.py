@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import inspect
 import json
 import logging
 import time
@@ -204,10 +205,23 @@ def _settings(
     target_accept: float | None, init: str, target_ess: float, max_draws: int,
     sampler_kwargs: dict[str, Any],
 ) -> dict[str, Any]:  # fmt: skip
-    """The run's settings with every default resolved (recorded as the fit's ``sampler_settings``)."""
+    """The run's settings with every default resolved (recorded as the fit's ``sampler_settings``).
+
+    ``target_accept`` is the caller's, else (PyMC's samplers) the one in ``nuts={...}``, else the
+    model's registered one, else the sampler's own default (``_sampler_target_accept``):
+    the value the sampler runs at, recorded always.
+    """
     registered = info.get("sampler_defaults") or {}
+    nested = (sampler_kwargs.get("nuts") or {}).get("target_accept") if sampler != "nutpie" else None
+    if target_accept is not None and nested is not None:
+        raise ValueError(
+            f"`target_accept` must be given once: got target_accept={target_accept!r} and "
+            f"nuts={{'target_accept': {nested!r}}}; pass one of them"
+        )
     if target_accept is None:
-        target_accept = registered.get("target_accept")
+        target_accept = nested if nested is not None else registered.get("target_accept")
+    if target_accept is None:
+        target_accept = _sampler_target_accept(sampler)
     own = sampler == "nutpie"
     out: dict[str, Any] = {
         "draws": draws if draws is not None else (None if own else 1000),
@@ -228,6 +242,30 @@ def _settings(
         out["target_accept"] = target_accept
     out.update({k: v for k, v in sampler_kwargs.items() if isinstance(v, (int, float, str, bool))})
     return out
+
+
+def _sampler_target_accept(sampler: str) -> float | None:
+    """The acceptance target ``sampler`` uses when none is given, read from the installed package.
+
+    nutpie: its settings object's step-size target (0.8 in nutpie 0.16, for every adaptation);
+    PyMC's NUTS: ``BaseHMC``'s default; numpyro through PyMC: ``sample_numpyro_nuts``'. None
+    (not recorded) when the package no longer exposes it where it is read.
+    """
+    try:
+        if sampler == "nutpie":
+            from nutpie import _lib
+
+            steps = _lib.PyNutsSettings.Diag(0).as_dict()["settings"]["adapt_options"]["step_size_settings"]
+            return float(steps["target_accept"])
+        if sampler == "pymc":
+            from pymc.step_methods.hmc.base_hmc import BaseHMC
+
+            return float(inspect.signature(BaseHMC.__init__).parameters["target_accept"].default)
+        from pymc.sampling.jax import sample_numpyro_nuts
+
+        return float(inspect.signature(sample_numpyro_nuts).parameters["target_accept"].default)
+    except (ImportError, AttributeError, KeyError, TypeError, ValueError):
+        return None
 
 
 def _run_nutpie(
@@ -276,7 +314,7 @@ def _run_pymc(
     """
     kw = dict(kwargs)
     kw.setdefault("cores", min(settings["chains"], available_cores()))
-    if "target_accept" in settings:
+    if "target_accept" in settings and "target_accept" not in (kw.get("nuts") or {}):  # given once only
         kw["target_accept"] = settings["target_accept"]
     with warnings.catch_warnings(), exact_numba():
         warnings.filterwarnings("ignore", message=".*log_likelihood.*", category=FutureWarning)
