@@ -15,7 +15,11 @@ with ``DataTree.to_netcdf`` (one netCDF group per node) or ``to_zarr`` (needs
 the ``zarr`` package).
 
 Nothing is overwritten unless asked (``overwrite=True``), and a folder that
-is not a zarr store is never replaced: its files are the user's. Fits are
+is not a zarr store is never replaced: its files are the user's; nor is a file
+replaced by a zarr store (a folder), or a zarr store by a netCDF file. The
+format written is ``engine=``, else the suffix (``.zarr`` in any case is zarr,
+anything else netCDF); the format read is ``engine=``, else the content (a
+folder is a zarr store, a file netCDF). Fits are
 saved compact by default: the per-observation groups (``log_likelihood``,
 ``posterior_predictive``, ``prior_predictive``), which grow with the number of
 draws times observations, are left out unless asked for with ``groups="all"``
@@ -40,13 +44,26 @@ text per value, marked ``hierbench_json_values``, and reads back as the same
 objects; one holding anything else (a date, bytes, a list) is refused. Numbers,
 text, bools, NaN and every coordinate come back as they were.
 
+A zarr store is written with every chunk, the empty ones too (zarr leaves out
+by default a chunk that holds only the fill value), and marked so by a root attr
+(``hierbench_zarr_chunks``). zarr reads a missing chunk as the fill value (NaN)
+without a word, so :func:`load_fit` reads a marked store strictly: a missing
+chunk (an interrupted copy or sync) raises :class:`UnreadableFileError` naming
+the store and each group/variable that lacks chunks. A store written before
+(no marker) lacks its legitimately empty chunks (``sample_stats/tuning``, all
+False, for one), which cannot be told from lost ones: it is read
+as before, the missing chunks as the fill value, with a warning naming the
+variables that lack chunks.
+
 A loaded fit is the fit in memory for ArviZ: zarr lists groups and variables
 in no fixed order and reads text as numpy's ``StringDType``, so
 :func:`save_fit` records each group's order and the dtype of each text
 variable (Python objects for PyMC's coordinate labels, numpy text of a given
 width otherwise) in a second JSON root attr (``hierbench_layout``), and
 :func:`load_fit` puts both back: summaries list their rows, and plots their
-panels, in the same order as for the fresh fit. In a file without that attr,
+panels, in the same order as for the fresh fit. The same attr records a coord's
+pandas index dtype where numpy has none (pandas' ``str``), so that ``to_frame()``
+of a reloaded fit has the index dtype of the fresh one. In a file without that attr,
 text read as ``StringDType`` comes back as numpy text. :func:`save_dataset`
 records the same layout for a dataset and :func:`load_dataset` restores it: text
 held as Python objects (an eval dataset's clusters, a result's ``ci_flag``) comes
@@ -63,6 +80,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from ._base import HierbenchError
@@ -98,6 +116,9 @@ _ATTR_MARK = "hierbench_attr_kinds"
 #: root attr of a saved fit: per group in order, its variables in order, which are coords and
 #: the dtype of each text variable (JSON); zarr lists groups and variables in any order
 _LAYOUT_MARK = "hierbench_layout"
+#: root attr of a zarr store written by save_fit with every chunk, the empty ones too ("all"):
+#: load_fit refuses such a store when a chunk is missing
+_CHUNKS_MARK = "hierbench_zarr_chunks"
 #: what reading a corrupt, truncated or foreign file raises (reported as UnreadableFileError)
 _READ_ERRORS = (OSError, ValueError, RuntimeError, KeyError, TypeError)
 
@@ -199,12 +220,31 @@ def _encode_attrs(attrs: dict, *, native_lists: bool) -> tuple[dict, dict[str, s
 
 
 def _layout_of(ds: xr.Dataset) -> dict:
-    """The order of ``ds``'s variables, which are coords, and each text variable's dtype (:data:`_LAYOUT_MARK`)."""
-    return {
+    """The order of ``ds``'s variables, which are coords, and each text and index dtype (:data:`_LAYOUT_MARK`).
+
+    ``"index"`` names the coords whose pandas index has a dtype numpy does not have (pandas'
+    ``str``, as in a fit whose labels came from a pandas index): a file holds the values only, and
+    xarray rebuilds an ``object`` index from them, so ``to_frame()`` of a reloaded fit had an index
+    of another dtype.
+    """
+    layout = {
         "vars": [str(v) for v in ds.variables],
         "coords": [str(c) for c in ds.coords],
         "text": {str(v): ds[v].dtype.str for v in ds.variables if ds[v].dtype.kind in "OU"},
     }
+    index = {}
+    for name, idx in ds.indexes.items():
+        dtype = idx.dtype
+        if isinstance(idx, pd.MultiIndex) or isinstance(dtype, np.dtype):
+            continue
+        try:
+            if pd.api.types.pandas_dtype(str(dtype)) == dtype:  # rebuilt from its name as it was
+                index[str(name)] = str(dtype)
+        except TypeError:
+            continue
+    if index:
+        layout["index"] = index
+    return layout
 
 
 def _encode(ds: xr.Dataset) -> xr.Dataset:
@@ -291,39 +331,96 @@ def _decode(ds: xr.Dataset, kinds: dict[str, str] | None = None) -> xr.Dataset:
 
 
 def _engine_for(path: Path, engine: str | None) -> str:
+    """The format a path is written in: ``engine``, else ``.zarr`` (any case) zarr, else netCDF.
+
+    The one rule both :func:`save_fit` and ``hierbench fit -o`` apply (``fit.ZARR`` passed the
+    CLI's check as zarr and was then written as netCDF).
+    """
     if engine is not None:
         if engine not in ("netcdf", "zarr"):
             raise ValueError(f"`engine` must be 'netcdf' or 'zarr'; got {engine!r}")
         return engine
-    return "zarr" if path.suffix == ".zarr" else "netcdf"
+    return "zarr" if path.suffix.lower() == ".zarr" else "netcdf"
+
+
+def _format_reason(kind: str, engine: str | None) -> str:
+    """What chose the format :func:`_engine_for` gave, in words for an error."""
+    if engine is not None:
+        return f"engine={engine!r}"
+    return "its suffix is .zarr" if kind == "zarr" else "its suffix is not .zarr"
 
 
 def _is_zarr_store(path: Path) -> bool:
     return path.is_dir() and any((path / m).exists() for m in ("zarr.json", ".zgroup", ".zattrs"))
 
 
-def _check_target(path: Path, overwrite: bool, *, zarr: bool = False) -> None:
-    """Refuse to replace a user's file or folder unless asked; never replace a non-zarr folder."""
+def _netcdf_signature(path: Path) -> bool:
+    """The file starts as netCDF does: HDF5 (netCDF-4) or classic netCDF."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return False
+    return head.startswith((b"\x89HDF\r\n\x1a\n", b"CDF\x01", b"CDF\x02", b"CDF\x05"))
+
+
+def _target_conflict(path: Path, kind: str, *, why: str, python: bool) -> str | None:
+    """Why the existing ``path`` cannot be replaced by a ``kind`` ("netcdf" or "zarr") write, or None.
+
+    A zarr store is a folder and a netCDF file is a file: one is never replaced by the other,
+    and a folder that is not a zarr store is never replaced (its files are the user's).
+    ``why`` says what chose the format (:func:`_format_reason`); with ``python`` the remedy
+    names :func:`save_fit`'s ``engine=``.
+    """
+    if not path.exists():
+        return None
+    if path.is_dir() and not _is_zarr_store(path):
+        return (
+            f"{str(path)!r} is an existing folder that is not a zarr store; hierbench does not "
+            "write over a folder's files: give a new path such as 'fit.zarr' or 'fit.nc'"
+        )
+    if path.is_dir() and kind == "netcdf":
+        fix = "pass engine='zarr' to replace the store, or give" if python else "give"
+        return (
+            f"{str(path)!r} is an existing zarr store (a folder), and it would be written as a netCDF "
+            f"file ({why}); hierbench does not replace a folder with a file: {fix} another path"
+        )
+    if not path.is_dir() and kind == "zarr":
+        what = "netCDF file" if _netcdf_signature(path) else "file"
+        fix = "pass engine='netcdf' to replace it with a netCDF file, or give" if python else "give"
+        return (
+            f"{str(path)!r} is an existing {what}, and it would be written as a zarr store ({why}), "
+            f"which is a folder; hierbench does not replace a file with a folder: {fix} another "
+            "path (or remove the file first)"
+        )
+    return None
+
+
+def _check_target(
+    path: Path, overwrite: bool, *, kind: str = "netcdf", why: str = "", python: bool = False
+) -> None:
+    """Refuse to replace a user's file or folder unless asked; never replace a non-zarr folder.
+
+    Nor a file with a folder or a folder with a file (checked before anything is written).
+    """
     if not path.exists():
         if not path.parent.exists():
             raise FileNotFoundError(
                 f"cannot write {str(path)!r}: folder {str(path.parent)!r} does not exist"
             )
         return
-    if path.is_dir() and not (zarr and _is_zarr_store(path)):
-        raise FileExistsError(
-            f"{str(path)!r} is an existing folder that is not a zarr store; hierbench does not "
-            "write over a folder's files: give a new path such as 'fit.zarr' or 'fit.nc'"
-        )
+    conflict = _target_conflict(path, kind, why=why or _format_reason(kind, None), python=python)
+    if conflict:
+        raise FileExistsError(conflict)
     if not overwrite:
         raise FileExistsError(
             f"{str(path)!r} already exists; pass overwrite=True (CLI: --overwrite) to replace it"
         )
 
 
-def _write_netcdf(obj, path: Path, overwrite: bool, **kw) -> None:
+def _write_netcdf(obj, path: Path, overwrite: bool, *, why: str = "", **kw) -> None:
     """Write next to the target, then move it into place (a failed write leaves the old file)."""
-    _check_target(path, overwrite)
+    _check_target(path, overwrite, why=why)
     tmp = path.with_name(f".{path.name}.hierbench-tmp")
     try:
         obj.to_netcdf(tmp, engine="netcdf4", **kw)
@@ -372,7 +469,7 @@ def save_dataset(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = F
         raise EvalDataError(f"`ds` must be an xarray.Dataset; got {type(ds).__name__}")
     path = Path(path)
     enc = _encode(ds)
-    _write_netcdf(enc, path, overwrite, encoding=_compression(enc))
+    _write_netcdf(enc, path, overwrite, why="save_dataset writes netCDF only", encoding=_compression(enc))
     return path
 
 
@@ -435,7 +532,9 @@ def save_fit(
         Groups such as ``posterior``, ``observed_data``; root attrs hold the
         model spec, data hash and version.
     path : str or path-like
-        ``*.zarr`` selects zarr, anything else netCDF (one group per node).
+        ``*.zarr`` (in any case) selects zarr, anything else netCDF (one
+        group per node). A zarr store is written with every chunk, the empty
+        ones too, so that :func:`load_fit` can refuse a store that lost one.
     engine : {"netcdf", "zarr"}, optional
         Override the choice made from the suffix.
     groups : {"compact", "all"} or sequence of str
@@ -449,7 +548,9 @@ def save_fit(
     overwrite : bool
         Replace an existing file or zarr store (default: refuse with
         :class:`FileExistsError`). A folder that is not a zarr store is
-        never replaced.
+        never replaced, nor a file by a zarr store (a ``.zarr`` path that is
+        an existing file) or a zarr store by a netCDF file: refused before
+        anything is written, naming ``engine=`` as the remedy.
 
     Returns
     -------
@@ -470,6 +571,8 @@ def save_fit(
         raise TypeError(f"`fit` must be an xarray.DataTree; got {type(fit).__name__}")
     path = Path(path)
     kind = _engine_for(path, engine)
+    why = _format_reason(kind, engine)
+    _check_target(path, overwrite, kind=kind, why=why, python=True)  # before the fit is encoded
     dropped = _groups_dropped(fit, groups)
     if "log_likelihood" in dropped:  # a fit has one only when it was asked for
         warn_user(
@@ -486,18 +589,21 @@ def save_fit(
     if dropped:
         tree.attrs["hierbench_groups_dropped"] = json.dumps(dropped)
     if kind == "zarr":
-        _check_target(path, overwrite, zarr=True)
         if path.exists():
             import shutil
 
             shutil.rmtree(path)  # a zarr store (checked above), replaced as asked
-        tree.to_zarr(path, mode="w-", consolidated=False)
+        # every chunk written, the empty ones too, and marked so: load_fit then refuses a store
+        # that lacks one (zarr would read a lost chunk as the fill value, NaN, without a word)
+        tree.attrs[_CHUNKS_MARK] = "all"
+        tree.to_zarr(path, mode="w-", consolidated=False, write_empty_chunks=True)
     else:
+        tree.attrs.pop(_CHUNKS_MARK, None)
         encoding = {
             node.path if node.path != "/" else "/": _compression(node.to_dataset(inherit=False))
             for node in tree.subtree
         }
-        _write_netcdf(tree, path, overwrite, encoding=encoding)
+        _write_netcdf(tree, path, overwrite, why=why, encoding=encoding)
     return path
 
 
@@ -550,7 +656,7 @@ def _decode_tree(tree: xr.DataTree) -> xr.DataTree:
     nodes = {}
     for node in tree.subtree:
         ds = node.to_dataset(inherit=False)
-        ds.attrs = {k: v for k, v in node.attrs.items() if k not in (_ATTR_MARK, _LAYOUT_MARK)}
+        ds.attrs = {k: v for k, v in node.attrs.items() if k not in (_ATTR_MARK, _LAYOUT_MARK, _CHUNKS_MARK)}
         nodes[node.path] = _restore_layout(_decode(ds, kinds.get(node.path)), layout.get(node.path))
     # the groups in the order they were saved (zarr lists them in any order)
     order = [p for p in layout if p in nodes] + [p for p in nodes if p not in layout]
@@ -558,15 +664,17 @@ def _decode_tree(tree: xr.DataTree) -> xr.DataTree:
 
 
 def _restore_layout(ds: xr.Dataset, layout: dict | None) -> xr.Dataset:
-    """``ds`` with its variables in the saved order and its text in the dtype it had.
+    """``ds`` with its variables in the saved order, its text and index dtypes as they were.
 
     netCDF and zarr read text back as numpy text as wide as its longest label; a
     fit holds PyMC's coordinate labels as Python objects. Files written before
-    the layout was recorded are returned as read.
+    the layout was recorded are returned as read (and files written before index
+    dtypes were recorded keep xarray's ``object`` index).
     """
     if not layout:
         return ds
     text = layout.get("text", {})
+    index = layout.get("index", {})
     saved = [v for v in layout.get("vars", ()) if v in ds.variables]
     order = saved + [v for v in ds.variables if v not in saved]
     variables = {}
@@ -576,6 +684,13 @@ def _restore_layout(ds: xr.Dataset, layout: dict | None) -> xr.Dataset:
             # as held: Python objects (PyMC's labels) or numpy text of its width (a label
             # made with astype(str) from integers is <U21, and reads back as wide as its text)
             var = var.copy(data=var.values.astype(object).astype(np.dtype(text[name])))
+        if name in index and var.dims == (name,) and var.dtype.kind == "O":
+            # xarray indexes Python objects as an object index (numpy text it indexes as pandas'
+            # str itself); an IndexVariable holding the pandas index keeps its dtype when the
+            # Dataset is built, the variable still of Python objects
+            var = xr.IndexVariable(
+                var.dims, pd.Index(var.values, dtype=index[name]), attrs=var.attrs, encoding=var.encoding
+            )
         variables[name] = var
     coords = [c for c in order if c in ds.coords]
     return xr.Dataset(variables, attrs=ds.attrs).set_coords(coords)
@@ -590,6 +705,10 @@ def load_fit(
     ----------
     path : str or path-like
     engine : {"netcdf", "zarr"}, optional
+        The format to read. By default it is taken from the content, not the
+        suffix: a folder is read as a zarr store, a file as netCDF (so a
+        netCDF file named ``fit.zarr`` or a zarr store named ``fit.nc`` is
+        read). An ``engine`` the content contradicts is refused.
 
     Returns
     -------
@@ -604,19 +723,30 @@ def load_fit(
     UnreadableFileError
         When the file cannot be read, or holds no ``posterior`` group (a
         saved eval dataset is named as one, with :func:`load_dataset` to read
-        it).
+        it), or is a zarr store written by :func:`save_fit` that lacks a chunk
+        (the store is incomplete, e.g. an interrupted copy).
+
+    Warns
+    -----
+    HierbenchWarning
+        When a zarr store written before :func:`save_fit` wrote every chunk
+        lacks chunks: they are read as the fill value (NaN), as zarr does,
+        since a chunk left out because it was empty cannot be told from a lost
+        one.
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no such file or folder: {str(path)!r}")
-    kind = _engine_for(path, engine)
+    kind = _format_of(path, engine)
     try:
         if kind == "zarr":
-            tree = xr.open_datatree(path, engine="zarr", consolidated=False)
+            tree = _read_zarr(path)
         else:
             tree = xr.open_datatree(path, engine="netcdf4")
-        tree = tree.load()
-        tree.close()
+            tree = tree.load()
+            tree.close()
+    except UnreadableFileError:
+        raise
     except _READ_ERRORS as exc:
         if isinstance(exc, FileNotFoundError) and not path.exists():
             raise
@@ -627,6 +757,75 @@ def load_fit(
     if "posterior" not in tree.children:
         raise UnreadableFileError(_not_a_fit(path, tree))
     return _decode_tree(tree)
+
+
+def _format_of(path: Path, engine: str | None) -> str:
+    """The format of an existing fit: a folder is a zarr store, a file netCDF; ``engine`` must agree."""
+    kind = "zarr" if path.is_dir() else "netcdf"
+    if engine is None:
+        return kind
+    _engine_for(path, engine)  # the names it accepts
+    if engine != kind:
+        held = "a folder (a zarr store is one)" if kind == "zarr" else "a file (a zarr store is a folder)"
+        raise UnreadableFileError(
+            f"{str(path)!r} cannot be read with engine={engine!r}: it is {held}; leave `engine` out "
+            f"to read it by its content, or pass engine={kind!r}"
+        )
+    return kind
+
+
+def _read_zarr(path: Path) -> xr.DataTree:
+    """A zarr store, loaded and closed; a missing chunk raises.
+
+    In a store from before every chunk was written (no :data:`_CHUNKS_MARK`) a missing chunk is
+    read as the fill value, with a warning naming the variables that lack chunks.
+    """
+    import zarr
+    from zarr.errors import ChunkNotFoundError
+
+    try:
+        with zarr.config.set({"array.read_missing_chunks": False}):
+            tree = xr.open_datatree(path, engine="zarr", consolidated=False)
+            try:
+                return tree.load()
+            finally:
+                tree.close()
+    except ChunkNotFoundError:
+        pass
+    missing = _missing_chunks(path)
+    where = "; ".join(f"{name} ({n} of {total} chunk{'s' * (total != 1)})" for name, n, total in missing)
+    where = where or "a variable"
+    if zarr.open_group(path, mode="r").attrs.get(_CHUNKS_MARK) == "all":
+        raise UnreadableFileError(
+            f"{str(path)!r} is an incomplete zarr store: chunks are missing from {where}. save_fit "
+            f"wrote every chunk (root attr {_CHUNKS_MARK!r}), so a chunk file that is not there "
+            "was lost (an interrupted copy or sync, a deleted file), and zarr would read it as the "
+            "fill value (NaN) without a word. Copy the store again from where it was saved, or fit again"
+        )
+    warn_user(
+        f"{str(path)!r} was written before save_fit wrote every zarr chunk, and it lacks chunks of "
+        f"{where}: they are read as the fill value (NaN for numbers, False, empty text), as zarr "
+        "does. A chunk left out because it was empty cannot be told from one lost since (an "
+        "interrupted copy): check those variables. Saving the fit again with save_fit writes "
+        "every chunk, and a later load then refuses a store that lacks one",
+        HierbenchWarning,
+    )
+    tree = xr.open_datatree(path, engine="zarr", consolidated=False)
+    try:
+        return tree.load()
+    finally:
+        tree.close()
+
+
+def _missing_chunks(path: Path) -> list[tuple[str, int, int]]:
+    """(group/variable, chunks missing, chunks in all) of each array of a zarr store lacking chunks."""
+    import zarr
+
+    out = []
+    for name, obj in zarr.open_group(path, mode="r").members(max_depth=None):
+        if isinstance(obj, zarr.Array) and obj.nchunks_initialized < obj.nchunks:
+            out.append((name, obj.nchunks - obj.nchunks_initialized, obj.nchunks))
+    return sorted(out)
 
 
 def _not_a_fit(path: Path, tree: xr.DataTree) -> str:

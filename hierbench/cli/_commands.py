@@ -133,7 +133,7 @@ def _saved_groups(path: Path) -> list[str]:
     """The groups a saved fit holds (read from the file, without loading the values)."""
     import xarray as xr
 
-    kw = {"engine": "zarr", "consolidated": False} if path.suffix == ".zarr" else {}
+    kw = {"engine": "zarr", "consolidated": False} if path.is_dir() else {}  # as load_fit: a folder is zarr
     tree = xr.open_datatree(path, **kw)
     try:
         return sorted(tree.children)

@@ -49,6 +49,17 @@ def _check_out(path: str, overwrite: bool, flag: str = "-o", kind: str | None = 
             raise CliError(
                 f"{flag} {path!r}: {what}; give a path ending in {' or '.join(suffixes)}"
             )
+    if kind == "fit" and out.exists():
+        # io's rules, before the fit is sampled: the format from the suffix (.zarr in any case is
+        # zarr), and never a file replaced by a zarr store (a folder) nor a folder by a file
+        from ..io import _engine_for
+        from ..io import _format_reason
+        from ..io import _target_conflict
+
+        fmt = _engine_for(out, None)
+        conflict = _target_conflict(out, fmt, why=_format_reason(fmt, None), python=False)
+        if conflict:
+            raise CliError(f"{flag} {conflict}")
     if out.exists() and not overwrite:
         raise CliError(f"{flag} {path!r} already exists; pass --overwrite to replace it")
     if not out.parent.exists():
