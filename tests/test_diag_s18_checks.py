@@ -269,3 +269,19 @@ def test_pymc_gets_target_accept_once_when_nuts_holds_it(monkeypatch):
     seen.clear()
     _fit._run_pymc(None, "pymc", _fit._settings({}, "pymc", 2, 2, 1, None, "map", 400, 2000, {}), 0, False, {})
     assert seen["target_accept"] == 0.8
+
+
+def test_every_report_section_reads_the_recomputed_verdict_of_cut_draws(tmp_path):
+    # the checklist's "converged" row read the recorded verdict (yes) beside a Convergence section
+    # that recomputed it (not converged); the report now recomputes once, for every section
+    from hierbench.report import build
+
+    _, cut = _cut_fit()
+    path = tmp_path / "r.md"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build(cut, path=path, sections=["convergence", "checklist"], n_resamples=9)
+    text = path.read_text()
+    assert "**Verdict: not converged.** The convergence checks saved with this fit were computed on 2 chains" in text
+    row = next(line for line in text.splitlines() if line.startswith("| converged"))
+    assert "NO: " in row and "min ESS_bulk" in row

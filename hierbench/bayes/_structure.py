@@ -812,14 +812,24 @@ def describe(model_or_fit: Any) -> Description:
     lines += [f"  note: {text}" for text in s.get("notes", [])]
     attrs = getattr(model_or_fit, "attrs", None)
     if isinstance(attrs, Mapping) and "diag_max_r_hat" in attrs:
-        lines.append(
-            "  convergence: "
-            + ("passed" if attrs.get("diag_converged") else "FAILED")
-            + f" (max R-hat {attrs['diag_max_r_hat']:.3f}, min ESS bulk "
-            f"{attrs['diag_min_ess_bulk']:.0f} / tail {attrs['diag_min_ess_tail']:.0f}, "
-            f"{attrs['diag_n_divergent']} divergences)"
-        )
+        lines.append(f"  convergence: {_convergence_words(attrs)}")
     return Description("\n".join(lines))
+
+
+def _convergence_words(attrs: Mapping) -> str:
+    """The recorded verdict and its figures; a check not computed or not recorded said so, not as nan."""
+
+    def shown(key: str, fmt: str, missing: str) -> str:
+        v = float(attrs.get(key, float("nan")))
+        return missing if not np.isfinite(v) else format(v, fmt)
+
+    verdict = attrs.get("diag_verdict") or ("converged" if attrs.get("diag_converged") else "not converged")
+    word = {"converged": "passed", "not converged": "FAILED"}.get(str(verdict), str(verdict).upper())
+    div = shown("diag_n_divergent", ".0f", "")
+    div = f"{div} divergences" if div else "divergences not recorded"
+    return (f"{word} (max R-hat {shown('diag_max_r_hat', '.3f', 'not computed')}, min ESS bulk "
+            f"{shown('diag_min_ess_bulk', '.0f', 'not computed')} / tail {shown('diag_min_ess_tail', '.0f', 'not computed')}, "
+            f"{div})")  # fmt: skip
 
 
 # ---------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from ._context import SECTIONS
 from ._context import ReportSectionWarning
 from ._context import _Context
 from ._context import _Skip
+from ._convergence import _diagnosed
 from ._convergence import _sec_convergence
 from ._effects import _sec_effects
 from ._effects import with_effects
@@ -269,6 +270,8 @@ def _inputs(fit, data, subset, prob: float, bootstrap_method: str) -> tuple:
     fit, data = _load(fit, data)
     if fit is not None and data is not None:
         check_fit_data(fit, data)
+    if fit is not None:  # checks of other draws than the fit holds (cut after fitting): recomputed, once
+        fit, _ = _diagnosed(fit)
     return prob, fit, data, _subset_results(subset, data)
 
 

@@ -119,11 +119,17 @@ def _diagnosed(fit: xr.DataTree) -> tuple[xr.DataTree, str]:
         return fit, ""
     th = {k: v for k, v in fit_record(fit, "diag_thresholds").items() if k in bayes.DEFAULT_THRESHOLDS}
     redone = bayes.compute_diagnostics(fit, thresholds=th or None, warn=False)
-    return redone, (
+    note = (
         f"The convergence checks saved with this fit were computed on {was[0]} chains x {was[1]:,} draws, "
         f"but its posterior holds {now[0]} x {now[1]:,} (draws cut after fitting): every check below is "
         "recomputed here on the draws there are."
     )
+    redone.attrs[RECOMPUTED] = note  # the report's copy: every section then reads the recomputed verdict
+    return redone, note
+
+
+#: the root attr of the report's copy of a fit whose checks it recomputed (``_diagnosed``): the sentence
+RECOMPUTED = "diag_recomputed"
 
 
 def _shown(check: str, value: float) -> str:
@@ -226,6 +232,7 @@ def _sec_convergence(ctx: _Context, rep: Report, sid: str) -> None:
     from . import _figures as F
 
     fit, recomputed = _diagnosed(ctx.fit)  # the checks of the draws the fit holds
+    recomputed = recomputed or str(fit.attrs.get(RECOMPUTED, ""))  # done once already, for the whole report
     a = fit.attrs
     worst = _worst(fit, ctx.post)
     sel = [(v, s) for v, s, _ in worst]
