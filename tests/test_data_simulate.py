@@ -85,8 +85,8 @@ def test_default_dataset_is_the_documented_design():
     ("kw", "msg"),
     [
         ({"n_tasks": 0}, r"`n_tasks` must be >= 1; got n_tasks=0"),
-        ({"sd_task": -1.0}, r"`sd_task` must be >= 0; got -1.0"),
-        ({"sd_agent": float("nan")}, r"`sd_agent` must be >= 0; got nan"),
+        ({"sd_task": -1.0}, r"`sd_task` must be >= 0; got sd_task=-1.0"),
+        ({"sd_agent": float("nan")}, r"`sd_agent` must be a finite number; got sd_agent=nan"),
         ({"p_error": 1.0}, r"`p_error` must satisfy 0 <= p_error < 1; got 1.0"),
         ({"n_clusters": 99, "n_tasks": 5}, r"`n_clusters` must be <= 5; got n_clusters=99"),
         ({"score_kind": "ordinal"}, r"`score_kind` must be one of \['binary', 'continuous'\]; got 'ordinal'"),
@@ -94,7 +94,7 @@ def test_default_dataset_is_the_documented_design():
     ],
 )
 def test_bad_arguments(kw, msg):
-    """The rules are _base's (check_int, check_choice): one wording across hierbench."""
+    """The rules are _base's (check_int, check_number, check_choice): one wording across hierbench."""
     with pytest.raises(ValueError, match=msg):
         simulate_eval(**kw)
 

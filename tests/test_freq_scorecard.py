@@ -79,8 +79,10 @@ def test_several_agents_and_eval_dataset(shared_data):
     assert list(cards) == ["m1", "m2"]
     assert cards["m1"] == _reference([r for r in runs if r["agent"] == "m1"], 2)
     ds = load_tau_bench_airline(shared_data)
-    card = scorecard(ds, 4)
-    assert card["tasks"] == 50 and card["pass_hat_k"] == 0.2  # tau-bench README pass^4
+    cards = scorecard(ds, 4)  # an agent dim: {agent: card} even for one agent
+    assert list(cards) == [str(ds.agent.values[0])]
+    card = cards[str(ds.agent.values[0])]
+    assert card["tasks"] == 50 and card["tasks_not_run"] == 0 and card["pass_hat_k"] == 0.2  # tau-bench README pass^4
     assert card["pass_at_k"] == pytest.approx(_reference(
         [{"task_id": str(t), "tag": None, "passed": bool(s == 1)}
          for t, row in zip(ds.task.values, ds.score.isel(agent=0).values, strict=True) for s in row], 4

@@ -35,7 +35,7 @@ def test_partial_credit_is_refused_with_the_same_error_as_pass_at_k():
     with pytest.raises(PartialCreditError, match="2 scores are partial credit"):
         pass_at_k(ds, 1)
     binary = ds.assign(score=(ds.score >= 1).astype(float))
-    assert scorecard(binary, 1)["pass_at_k"] == round((1 / 3 + 2 / 3 + 1 / 3) / 3, 4)
+    assert scorecard(binary, 1)["m0"]["pass_at_k"] == round((1 / 3 + 2 / 3 + 1 / 3) / 3, 4)
 
 
 def test_tasks_short_of_k_are_counted_and_warned_of():

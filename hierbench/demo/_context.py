@@ -14,8 +14,6 @@ from dataclasses import field
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import integrate
-from scipy.special import expit
 
 
 @dataclass
@@ -59,18 +57,18 @@ def _n_runs(ctx: DemoContext) -> xr.DataArray:
 def population_truth(truth: xr.Dataset) -> xr.DataArray:
     """True expected score of each agent on a new task drawn from the task population.
 
-    ``E[expit(mu + a_m + c + b + ab)]`` with the cluster, task and agent x task
-    effects normal with the true standard deviations, integrated with
-    adaptive quadrature (scipy), independently of the model code.
+    The truth's ``p_new_task``: ``E[expit(mu + a_m + s Z)]`` with ``s^2`` the sum of the
+    variances of every effect :func:`hierbench.testing.simulate_eval` draws for a cell and a
+    run (task, agent x task and run noise, and cluster and agent x cluster with clusters), by
+    quadrature, independently of the model code. A truth made before ``p_new_task`` existed
+    gets the same quadrature from its scalars.
     """
-    s = float(
-        np.sqrt(truth["sd_task"] ** 2 + truth["sd_cluster"] ** 2 + truth["sd_agent_task"] ** 2)
-    )
-    mu = float(truth["mu"])
-    vals = []
-    for a in truth["agent_effect"].values:
-        f = lambda z, a=a: expit(mu + a + s * z) * np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi)  # noqa: E731
-        vals.append(integrate.quad(f, -12, 12)[0])
+    if "p_new_task" in truth:
+        vals = truth["p_new_task"].transpose("agent").values
+    else:
+        from ..testing import _p_new_task
+
+        vals = _p_new_task(truth).values
     return xr.DataArray(vals, dims="agent", coords={"agent": truth["agent"].values})
 
 

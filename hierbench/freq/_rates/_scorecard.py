@@ -20,31 +20,44 @@ from ._passk import InsufficientRunsWarning
 __all__ = ["scorecard"]
 
 
-def _records(runs: Any) -> list[Mapping]:
+def _records(runs: Any) -> tuple[list[Mapping], dict | None]:
+    """(one record per run, the design of an eval dataset or None).
+
+    The design is what the dataset's coords declare, runs or not: ``{"tasks": [...], "tags":
+    {task: tag} or None, "agents": [...] or None (no agent dim)}``.
+    """
     if isinstance(runs, xr.Dataset):
         if "score" not in runs:
             raise ValueError(f"`runs` dataset must hold a `score` variable; got {list(runs.data_vars)}")
         if partial_credit(runs["score"])[0]:  # the rule of pass_at_k's counts: a run passes or fails, never half
             # it reads an eval dataset as passed = (score == 1)
             raise partial_credit_error(runs["score"], "runs", "scorecard", why=", which it would count as failures")
-        df = runs["score"].to_dataframe().reset_index().dropna(subset=["score"])
+        df = runs["score"].to_dataframe().reset_index().dropna(subset=["score"])  # the runs that happened
         out = pd.DataFrame({"task_id": df["task"].astype(str), "passed": df["score"] == 1})
+        task_ids = [str(t) for t in runs["task"].values.astype(str)]
+        tags = None
         if "tag" in runs.coords:
-            tags = dict(zip(runs.task.values.astype(str), runs.coords["tag"].values.astype(str), strict=True))
+            tags = dict(zip(task_ids, (str(g) for g in runs.coords["tag"].values.astype(str)), strict=True))
             out["tag"] = out["task_id"].map(tags)
         if "agent" in df:
             out["agent"] = df["agent"].astype(str)
-        return out.to_dict("records")
+        agents = [str(a) for a in runs["agent"].values.astype(str)] if "agent" in runs["score"].dims else None
+        return out.to_dict("records"), {"tasks": task_ids, "tags": tags, "agents": agents}
     if isinstance(runs, pd.DataFrame):
-        return runs.to_dict("records")
+        return runs.to_dict("records"), None
     if isinstance(runs, Iterable) and not isinstance(runs, (str, bytes, Mapping)):
-        return list(runs)
+        return list(runs), None
     raise TypeError(
         f"`runs` must be a list of run records (mappings), a DataFrame or an eval dataset; got {type(runs).__name__}"
     )
 
 
-def _card(rows: list[Mapping], k: int) -> dict:
+def _card(rows: list[Mapping], k: int, design: dict | None = None) -> dict:
+    """One agent's card.
+
+    With an eval dataset's ``design``, its tasks without a run are counted and every tag of the
+    dataset is listed (NaN where the agent ran none of its tasks).
+    """
     n: dict[str, int] = {}
     c: dict[str, int] = {}
     tag: dict[str, Any] = {}
@@ -64,10 +77,15 @@ def _card(rows: list[Mapping], k: int) -> dict:
     def mean(x: np.ndarray) -> float:
         return round(float(np.mean(x)), 4) if len(x) else float("nan")
 
-    tags = sorted({tag[t] for t in tasks if tag[t] is not None}, key=str)
+    if design is not None and design["tags"] is not None:
+        tags = sorted(set(design["tags"].values()), key=str)
+    else:
+        tags = sorted({tag[t] for t in tasks if tag[t] is not None}, key=str)
     tag_arr = np.array([tag[t] for t in tasks], dtype=object)
+    not_run = {} if design is None else {"tasks_not_run": sum(t not in n for t in design["tasks"])}
     return {
         "tasks": len(tasks),
+        **not_run,
         "tasks_with_fewer_runs_than_k": int((nn < k).sum()),
         "pass_at_k": mean(at),
         "pass_hat_k": mean(hat),
@@ -107,9 +125,16 @@ def scorecard(runs: Any, k: int) -> dict:
     -------
     dict
         ``{"tasks", "tasks_with_fewer_runs_than_k", "pass_at_k", "pass_hat_k",
-        "by_tag", "pass_hat_k_by_tag", "flaky"}``; with several agents, ``{agent: scorecard}`` in sorted agent
-        order. With no runs the means are NaN (and an
-        :class:`EmptySampleWarning` is emitted), never a silent 0.
+        "by_tag", "pass_hat_k_by_tag", "flaky"}``, ``tasks`` counting the tasks with at least
+        one run; with several agents, ``{agent: scorecard}`` in sorted agent order. With no
+        runs the means are NaN (and an :class:`EmptySampleWarning` is emitted), never a
+        silent 0. An eval dataset keeps every task and agent of its coords: each card also
+        has ``tasks_not_run``, the dataset's tasks the agent has no run of (its means are
+        over the others, so agents with different counts were scored on different tasks),
+        and lists every tag of the dataset (NaN where the agent ran none of its tasks). With
+        an ``agent`` dim the result is ``{agent: scorecard}`` even for one agent, and an
+        agent without any run keeps its card, with NaN means and an
+        :class:`EmptySampleWarning` naming it.
 
     Raises
     ------
@@ -127,7 +152,7 @@ def scorecard(runs: Any, k: int) -> dict:
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"`k` must be an integer >= 1; got k={k!r}")
-    rows = _records(runs)
+    rows, design = _records(runs)
     bad = [i for i, r in enumerate(rows) if not isinstance(r, Mapping) or "task_id" not in r or "passed" not in r]
     if bad:
         raise ValueError(
@@ -140,15 +165,33 @@ def scorecard(runs: Any, k: int) -> dict:
     if any(with_agent) and not all(with_agent):
         missing = [i for i, w in enumerate(with_agent) if not w]
         raise ValueError(f"`runs`: some records name an 'agent' and others do not; records without: {missing[:10]}")
+    if design is not None and design["agents"] is not None:  # an agent dim: every agent of it, each by name
+        cards = {a: _card([r for r in rows if str(r["agent"]) == a], int(k), design) for a in sorted(design["agents"])}
+        _warn_never_run(cards)
+        _warn_fewer_runs(cards, int(k))
+        return cards
     if not rows:
         warn_user("scorecard: no runs; the means are NaN", EmptySampleWarning)
     agents = sorted({str(r["agent"]) for r in rows}) if rows and all(with_agent) else []
     if len(agents) > 1:
         cards = {a: _card([r for r in rows if str(r["agent"]) == a], int(k)) for a in agents}
     else:
-        cards = {None: _card(rows, int(k))}
+        cards = {None: _card(rows, int(k), design)}
     _warn_fewer_runs(cards, int(k))
     return cards if len(agents) > 1 else cards[None]
+
+
+def _warn_never_run(cards: dict) -> None:
+    """Warn, naming them, of the agents of an eval dataset with no run at all: their cards are all NaN."""
+    empty = [a for a, c in cards.items() if not c["tasks"]]
+    if not empty:
+        return
+    more = f" and {len(empty) - 10} more" if len(empty) > 10 else ""
+    warn_user(
+        f"scorecard: {len(empty)} of {len(cards)} agents have no run in `runs` ({', '.join(empty[:10])}{more}); "
+        "their cards are kept, with 'tasks' 0, every task counted in 'tasks_not_run' and NaN means",
+        EmptySampleWarning,
+    )
 
 
 def _warn_fewer_runs(cards: dict, k: int) -> None:
