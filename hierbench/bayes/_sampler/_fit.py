@@ -487,7 +487,7 @@ def fit(
         nutpie; 1,000 and 1,000 otherwise); chains.
     rng : None, int or numpy.random.Generator
         Seeds the start, the sampler, the posterior and prior predictive draws and a model's
-        random derived quantities (the crossed model's ``mean_observed``); asking for more
+        random derived quantities (the crossed and beta-binomial models' ``mean_observed``); asking for more
         groups changes none of the others. ``None``: fresh entropy (not reproducible).
     sampler : {"nutpie", "pymc", "numpyro"}
         nutpie (compiled with numba), PyMC's NUTS, or numpyro (needs jax).
