@@ -270,7 +270,7 @@ def _inputs(fit, data, subset, prob: float, bootstrap_method: str) -> tuple:
     fit, data = _load(fit, data)
     if fit is not None and data is not None:
         check_fit_data(fit, data)
-    if fit is not None:  # checks of other draws than the fit holds (cut after fitting): recomputed, once
+    if fit is not None and "diag_checks" in fit.attrs:  # checks of draws cut after fitting: recomputed, once
         fit, _ = _diagnosed(fit)
     return prob, fit, data, _subset_results(subset, data)
 
