@@ -60,6 +60,8 @@ QUANTITY_SCALES = {"pass^k": "probability", "pass@k": "probability", "win rate":
 
 #: the scale an interval kind implies: a Wald or Wilson interval is one of a proportion
 KIND_SCALES = {"wald": "probability", "wilson": "probability"}
+#: why a result is on a scale its interval's kind implies (the one source that asks nothing of a silent result)
+_KIND_WHY = "a {} interval is one of a proportion"
 
 #: the fingerprints a result may carry, the log's first: its score cells (``hierbench_counts_hash``:
 #: a frequentist result's and any fit's of the same log), then what a fit's model saw (``hierbench_data_hash``)
@@ -99,7 +101,7 @@ def _scale(attrs: dict, ci: xr.DataArray) -> tuple[str | None, str]:
         return QUANTITY_SCALES[bare], f"a {bare} is a probability"
     kind = str(ci.attrs.get("ci_kind", ""))
     if kind in KIND_SCALES:
-        return KIND_SCALES[kind], f"a {kind} interval is one of a proportion"
+        return KIND_SCALES[kind], _KIND_WHY.format(kind)
     return None, ""
 
 
@@ -160,7 +162,7 @@ def as_estimate(obj: xr.Dataset | xr.DataArray | object, *, name: str = "result"
 
 
 def _with_target(out: xr.Dataset, obj: object, estimate: xr.DataArray) -> xr.Dataset:
-    """``out`` with what the result states: quantity, tasks, n_tasks, scale and the data's fingerprint."""
+    """``out`` with what the result states: quantity, tasks, n_tasks (and tasks left out), scale, fingerprint."""
     attrs = _stated(obj, estimate)
     quantity, tasks, n_tasks = _target(obj, estimate, attrs)
     if n_tasks is not None:
@@ -176,7 +178,139 @@ def _with_target(out: xr.Dataset, obj: object, estimate: xr.DataArray) -> xr.Dat
         out.attrs["scale"] = scale
         out.attrs["scale_from"] = why
     out.attrs |= {k: str(attrs[k]) for k in FINGERPRINTS if attrs.get(k)}
+    _pass_k_counts(out, obj, estimate)
     return out
+
+
+def _field(obj: object, name: str) -> xr.DataArray | None:
+    """A result's field (a Dataset's variable) ``name``, where it is a DataArray."""
+    v = obj.get(name) if isinstance(obj, xr.Dataset) else getattr(obj, name, None)
+    return v if isinstance(v, xr.DataArray) else None
+
+
+def _pass_k_counts(out: xr.Dataset, obj: object, estimate: xr.DataArray) -> None:
+    """A pass^k / pass@k result's tasks run fewer than ``k`` times, and its ``k`` where the result dropped it.
+
+    ``n_insufficient`` as the frequentist result counts them; ``attrs["k"]`` for a result at one ``k``
+    that keeps no ``k`` coordinate (a frequentist ``pass_hat_k(data, 1)``): its ``k_eff_min``, which is
+    ``k`` itself where no task was clipped (``n_clipped`` 0).
+    """
+    short = _field(obj, "n_insufficient")
+    if short is not None and "n_tasks" in out and set(short.dims) <= set(estimate.dims):
+        out["n_insufficient"] = short.drop_attrs().astype(float)
+    k_eff, clipped = _field(obj, "k_eff_min"), _field(obj, "n_clipped")
+    if "k" not in estimate.coords and k_eff is not None and clipped is not None and not bool(clipped.any()):
+        ks = np.unique(np.asarray(k_eff.values))
+        if ks.size == 1:
+            out.attrs["k"] = int(ks[0])
+
+
+def _bare(v: xr.Dataset) -> str:
+    """The quantity a normalised result states, without the words of the tasks its interval is for."""
+    q, tasks = str(v.attrs.get("quantity", "")), v.attrs.get("tasks")
+    return q.removesuffix(f" ({TASKS_WORDS.get(str(tasks), f'{tasks} tasks')})") if tasks else q
+
+
+def _ks(v: xr.Dataset) -> np.ndarray | None:
+    """The ``k`` a pass^k / pass@k result is at: its ``k`` coordinate, else ``attrs["k"]`` (None: not known)."""
+    if "k" in v.coords:
+        return np.atleast_1d(np.asarray(v["k"].values))
+    return np.array([v.attrs["k"]]) if "k" in v.attrs else None
+
+
+def _quantity_key(v: xr.Dataset) -> str:
+    """What a result estimates, for the check that the results estimate one thing.
+
+    A pass^k or pass@k at ``k = 1`` only is the chance one attempt succeeds, the mean score of 0/1 scores
+    (the scale check has refused any other scale beside it): it counts as ``"mean score"``.
+    """
+    q, bare = str(v.attrs["quantity"]), _bare(v)
+    ks = _ks(v)
+    if bare in ("pass^k", "pass@k") and ks is not None and ks.size and bool((ks == 1).all()):
+        return q.replace(bare, "mean score", 1)
+    return q
+
+
+def _with_k(da: xr.DataArray, v: xr.Dataset) -> xr.DataArray:
+    """``da`` with a ``k`` dim where its result knows its one ``k`` only from ``attrs["k"]``."""
+    return da.expand_dims(k=[v.attrs["k"]]) if "k" not in da.dims and "k" in v.attrs else da
+
+
+def _short_of_tasks(v: xr.Dataset) -> tuple[xr.DataArray, xr.DataArray, str] | None:
+    """Where a frequentist pass^k / pass@k leaves out tasks run fewer than ``k`` times.
+
+    Returns ``(short, full, of)``: per cell, whether it averages fewer tasks than ``full`` (those the agent
+    ran, from ``n_insufficient``; else those it averages at its smallest ``k``), and the words for ``full``.
+    None for any other result.
+    """
+    if _bare(v) not in ("pass^k", "pass@k") or v.attrs.get("tasks") != "population" or "n_tasks" not in v:
+        return None
+    n = _with_k(v["n_tasks"], v)
+    if "n_insufficient" in v:
+        full, of = n + _with_k(v["n_insufficient"], v), "its {} tasks"
+    elif "k" in n.dims and n.sizes["k"] > 1:
+        k0 = n["k"].values.min()
+        full = n.sel(k=k0, drop=True)
+        of = "its {} tasks" if k0 == 1 else f"the {{}} tasks it averages at k={k0}"
+    else:
+        return None
+    return n < full, full.broadcast_like(n), of
+
+
+def _leaves_out(v: xr.Dataset) -> bool:
+    """Whether a result is a frequentist pass^k / pass@k that leaves out some task run fewer than k times."""
+    got = _short_of_tasks(v)
+    return got is not None and bool(got[0].any())
+
+
+def _check_selection(norm: dict[str, xr.Dataset]) -> None:
+    """Refuse a frequentist pass^k / pass@k over the tasks with at least k runs beside one over every task."""
+    for a, va in norm.items():
+        if not _leaves_out(va):
+            continue
+        short, full, of = _short_of_tasks(va)
+        wider = {}
+        for b, vb in norm.items():
+            # beside another that leaves out tasks, the count of tasks (n_tasks) is compared instead
+            if b == a or _bare(vb) != _bare(va) or _leaves_out(vb):
+                continue
+            nb = _with_k(vb["n_tasks"] if "n_tasks" in vb else xr.full_like(vb["estimate"], np.nan), vb)
+            s, n, f, nb = xr.align(short, _with_k(va["n_tasks"], va), full, nb, join="inner")
+            # a cell that averages no task has no value to misread (NaN)
+            bad = s & (n > 0) & ((nb.isnull() & (vb.attrs.get("tasks") == "population")) | (nb > n))
+            if bool(bad.any()):
+                wider[b] = (bad, n, f)
+        if wider:
+            raise MismatchedEstimatesError(_selection_message(a, va, wider, of))
+
+
+def _selection_message(a: str, va: xr.Dataset, wider: dict, of: str) -> str:
+    """Why a pass^k over the tasks with at least k runs is not the pass^k over every task, and what to compare."""
+    bare = _bare(va)
+    bad, n, f = next(iter(wider.values()))
+    cells = list(zip(*np.nonzero(np.asarray(bad.values)), strict=True))
+    cells.sort(key=lambda i: float(n.values[i] / f.values[i]))  # the most tasks left out first
+    said = []
+    for idx in cells[:3]:
+        at = dict(zip(bad.dims, idx, strict=True))
+        k = bad["k"].values[at["k"]] if "k" in bad.coords else "k"
+        who = ", ".join(str(bad[d].values[i]) for d, i in at.items() if d != "k" and d in bad.coords)
+        said.append(f"{bare.replace('k', str(k), 1)}{f' of {who}' if who else ''} averages "
+                    f"{float(n.values[idx]):g} of {of.format(f'{float(f.values[idx]):g}')}, those with >= {k} runs")
+    ks = np.asarray(bad["k"].values) if "k" in bad.dims else []
+    ok = [int(k) for k in ks if not bool(bad.sel(k=k).any())]
+    allow = f"here k = {ok}, where no task is left out" if ok else "k no larger than the fewest runs of a task"
+    fn = "pass_hat_k" if bare == "pass^k" else "pass_at_k"
+    return (
+        f"`results` {a!r} is a frequentist {bare} over the tasks with at least k runs only, and {list(wider)} "
+        f"over every task (a new draw of tasks from the population, or all the tasks run): in {int(bad.sum())} "
+        f"cells it averages fewer tasks, e.g. {'; '.join(said)}. Side by side they would read as one "
+        "estimand, yet the tasks left out are those with fewer runs (often the harder ones, where errored "
+        "runs are dropped), so the gap is task selection, not method. Compare like with like: the Bayesian "
+        f"answer over the same tasks, hierbench.metrics.{fn}(fit, k, min_runs='k') (population=False: its "
+        f"interval is for these tasks, so set its point values beside the frequentist ones), or the {bare} at "
+        f"the k the runs allow ({allow}); or pass allow_mismatch=True"
+    )
 
 
 #: what to recompute, by the quantity whose interval is for these tasks beside one for a new draw of tasks
@@ -203,7 +337,7 @@ _PASS_ADVICE = (
 def _mismatch_message(norm: dict[str, xr.Dataset], stated: dict[str, str]) -> str:
     """Why the stated quantities differ and what to change: the tasks the intervals are for, when only those differ."""
     tasks = {k: norm[k].attrs.get("tasks") for k in stated}
-    bare = {stated[k].removesuffix(f" ({TASKS_WORDS.get(str(t), '')})") for k, t in tasks.items()}
+    bare = {_quantity_key(norm[k]).removesuffix(f" ({TASKS_WORDS.get(str(t), '')})") for k, t in tasks.items()}
     observed = [k for k, t in tasks.items() if t == "observed"]
     if len(bare) > 1 or not observed or "population" not in tasks.values():
         return (
@@ -212,7 +346,14 @@ def _mismatch_message(norm: dict[str, xr.Dataset], stated: dict[str, str]) -> st
         )
     population = [k for k, t in tasks.items() if t == "population"]
     irt = any(norm[k].attrs.get("variable") == "mean_task" for k in observed)
-    advice = _IRT_ADVICE if irt else _POPULATION_ADVICE.get(next(iter(bare)), _PASS_ADVICE)
+    advice = _IRT_ADVICE if irt else _POPULATION_ADVICE.get(_bare(norm[observed[0]]), _PASS_ADVICE)
+    short = [k for k in population if _leaves_out(norm[k])]
+    if short and not irt:  # population=True would average every task, which these leave out
+        advice = (
+            f"{short} average only the tasks with at least k runs, so no population=True result is their like "
+            "(it averages every task); {observed} with min_runs='k' is over those tasks: set the point values "
+            "side by side, or pass allow_mismatch=True"
+        )
     return (
         f"`results` {observed} have intervals for {TASKS_WORDS['observed']} (tasks='observed') and "
         f"{population} for {TASKS_WORDS['population']} (tasks='population'): the second also "
@@ -258,9 +399,12 @@ def _check_scales(norm: dict[str, xr.Dataset]) -> None:
             "allow_mismatch=True"
         )
     silent = [k for k in norm if k not in scales]
-    stated = [k for k in scales if norm[k].attrs["scale_from"] == "stated"]
-    if stated and silent:  # a scale only implied (a Wilson interval's) does not ask the others for one
-        implied = {k: norm[k].attrs["scale_from"] for k in scales if k not in stated}
+    by_kind = {_KIND_WHY.format(x) for x in KIND_SCALES}
+    # a scale stated, or implied by the quantity stated (a pass^k's), asks a silent result for one; a scale
+    # only implied by an interval's kind (a Wilson interval's) does not
+    stated = [k for k in scales if norm[k].attrs["scale_from"] not in by_kind]
+    if stated and silent:
+        implied = {k: norm[k].attrs["scale_from"] for k in scales if norm[k].attrs["scale_from"] != "stated"}
         how = f" ({', '.join(f'{k!r}: {w}' for k, w in implied.items())})" if implied else ""
         raise MismatchedEstimatesError(
             f"`results` {silent} state no scale and {list(scales)} are on the {scales[stated[0]]!r} "
@@ -276,8 +420,9 @@ def _check_targets(norm: dict[str, xr.Dataset], allow: bool) -> None:
     if allow:
         return
     _check_scales(norm)
+    _check_selection(norm)
     stated = {k: v.attrs["quantity"] for k, v in norm.items() if "quantity" in v.attrs}
-    if len(set(stated.values())) > 1:
+    if len({_quantity_key(norm[k]) for k in stated}) > 1:
         raise MismatchedEstimatesError(_mismatch_message(norm, stated))
     counted = {k: v["n_tasks"] for k, v in norm.items() if "n_tasks" in v}
     names = list(counted)
@@ -409,17 +554,18 @@ def side_by_side(
         By default a :class:`MismatchedEstimatesError` names what differs and
         the argument to change, for results
 
-        * on different scales (``attrs["scale"]``: a logit beside a
-          probability), or with no scale beside one that states one (a scale
-          only implied, as a Wilson interval's, asks nothing of the others);
-        * of different estimands (``quantity``, and ``tasks``: an interval for
-          these tasks, ``"observed"``, or for a new draw of tasks from the same
-          population, ``"population"``) or over different numbers of tasks
-          (``n_tasks``). :func:`hierbench.freq.pass_hat_k`'s interval is for a
-          new draw of tasks, as is ``hierbench.metrics.pass_hat_k(fit,
-          population=True)``: that pair is accepted, the posterior over the
-          observed tasks beside it refused; so is a task bootstrap beside
-          ``mean_observed`` (``mean_new_task`` is its like);
+        * on different scales (``attrs["scale"]``: a logit beside a probability), or with no
+          scale beside one that states one or whose quantity implies one (a scale implied by
+          an interval's kind alone, as a Wilson interval's, asks nothing of the others);
+        * of different estimands (``quantity``, pass^1 and pass@1 reading as the mean score,
+          and ``tasks``: an interval for these tasks, ``"observed"``, or for a new draw of
+          tasks from the same population, ``"population"``) or over different numbers of
+          tasks (``n_tasks``). :func:`hierbench.freq.pass_hat_k`'s interval is for a new draw
+          of tasks, as is ``hierbench.metrics.pass_hat_k(fit, population=True)``: that pair
+          is accepted, the posterior over the observed tasks beside it refused (so is a task
+          bootstrap beside ``mean_observed``: ``mean_new_task`` is its like), and so is a
+          frequentist pass^k that leaves out the tasks run fewer than k times (its
+          ``n_tasks`` below the tasks run) beside one over every task;
         * over different agents (or other labels): they would be joined with
           NaN rows;
         * from different logs: where two results carry the fingerprint of
@@ -489,7 +635,8 @@ def side_by_side(
 def _stacked(norm: dict[str, xr.Dataset], probs: dict[str, float]) -> xr.Dataset:
     """The results along ``estimator``, with each one's width, level, kind, detail, quantity and scale."""
     methods = list(norm)
-    parts = [v.drop_attrs() if hasattr(v, "drop_attrs") else v for v in norm.values()]
+    # n_insufficient only serves the check of the tasks a pass^k leaves out (_check_selection)
+    parts = [v.drop_vars("n_insufficient", errors="ignore").drop_attrs() for v in norm.values()]
     out = xr.concat(parts, dim="estimator", join="outer")
     out["ci"] = out["ci"].transpose(..., "ci_bound")
     out["width"] = out["ci"].sel(ci_bound="upper") - out["ci"].sel(ci_bound="lower")
@@ -656,21 +803,86 @@ def _check_truth(values: np.ndarray, rep: int, like: xr.DataArray) -> None:
     )
 
 
+def _same_as_first(r: xr.Dataset, first: xr.Dataset, like: xr.DataArray, rep: int, method: str) -> None:
+    """Refuse a replication's result whose labels, level or kind are not the first replication's (by method)."""
+    said = []
+    est = r["estimate"]
+    if set(est.dims) != set(like.dims):
+        said.append(f"dims {list(est.dims)} where replication 0 had {list(like.dims)}")
+    else:
+        for d in like.dims:
+            if d not in like.indexes:
+                if est.sizes[d] != like.sizes[d]:
+                    said.append(f"{est.sizes[d]} entries along {d!r} where replication 0 had {like.sizes[d]}")
+                continue
+            got, want = r.get_index(d), like.indexes[d]
+            if not got.equals(want) and (len(got) != len(want) or not got.is_unique or set(got) != set(want)):
+                said.append(f"{d}s {[str(x) for x in got[:6]]} where replication 0 had {[str(x) for x in want[:6]]}")
+    a, b = r["ci"].attrs.get("ci_prob"), first["ci"].attrs.get("ci_prob")
+    if a != b:
+        said.append(f"level {float(a):g} where replication 0 had {float(b):g}")
+    a, b = str(r["ci"].attrs.get("ci_kind")), str(first["ci"].attrs.get("ci_kind"))
+    if a != b:
+        said.append(f"kind {a!r} where replication 0 had {b!r}")
+    if said:
+        raise MismatchedEstimatesError(
+            f"`methods[{method!r}]` gave in replication {rep} {'; '.join(said)}: a coverage study scores each "
+            "replication's cells against its truth by label, at one level and kind per method; have the method "
+            "give the same labels, level and kind in every replication"
+        )
+
+
+def _aligned_bounds(r: xr.Dataset, like: xr.DataArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(estimate, lower, upper)`` of one result as arrays over ``like``'s dims and labels, in its order."""
+    est, ci = r["estimate"], r["ci"]
+    if est.dims != like.dims:
+        est = est.transpose(*like.dims)
+    if ci.dims != (*like.dims, "ci_bound"):
+        ci = ci.transpose(*like.dims, "ci_bound")
+    e, b = est.values, ci.values
+    for axis, d in enumerate(like.dims):
+        if d in like.indexes and not r.get_index(d).equals(like.indexes[d]):
+            idx = r.get_index(d).get_indexer(like.indexes[d])
+            e, b = np.take(e, idx, axis=axis), np.take(b, idx, axis=axis)
+    return e, b[..., 0], b[..., 1]
+
+
+def _aligned_truth(truth: object, like: xr.DataArray) -> np.ndarray:
+    """A replication's truth over ``like``'s dims and labels (as ``side_by_side(..., truth=)`` aligns it)."""
+    t = truth if isinstance(truth, xr.DataArray) else xr.DataArray(truth)
+    if extra := [d for d in t.dims if d not in like.dims]:
+        raise ValueError(
+            f"`simulate` returned a truth over dims {list(t.dims)}; the estimates have {list(like.dims)} "
+            f"({extra} not among them): give the truth of each estimated cell"
+        )
+    if any(d in like.indexes and not t.get_index(d).equals(like.indexes[d]) for d in t.dims):
+        t = t.reindex({d: like.indexes[d] for d in t.dims if d in like.indexes})
+    if t.dims != like.dims:
+        t = t.broadcast_like(like).transpose(*like.dims)
+    return np.asarray(t.values, dtype=float)
+
+
 def _coverage_table(reps: list, names: list[str]) -> xr.Dataset:
-    """The replications' estimates, intervals and truths over ``(rep, estimator, ...)``, with hits and errors."""
+    """The replications' estimates, intervals and truths over ``(rep, estimator, ...)``, with hits and errors.
+
+    The first replication goes through :func:`side_by_side` (every check of a table); every replication's
+    cells are then taken by label in that table's order, and one whose labels, level or kind differ from the
+    first's is refused.
+    """
+    first, truth0 = reps[0]
+    template = side_by_side(dict(zip(names, first, strict=True)), truth=truth0)
+    like = template["estimate"].isel(estimator=0, drop=True)
     est_rows, lo_rows, hi_rows, truth_rows = [], [], [], []
-    template = None
-    for norm, truth in reps:
-        if template is None:
-            template = side_by_side(dict(zip(names, norm, strict=True)), truth=truth)
-        est_rows.append([r["estimate"].values for r in norm])
-        lo_rows.append([r["ci"].sel(ci_bound="lower").values for r in norm])
-        hi_rows.append([r["ci"].sel(ci_bound="upper").values for r in norm])
-        shape_like = norm[0]["estimate"]
-        t_da = truth if isinstance(truth, xr.DataArray) else xr.DataArray(truth)
-        truth_rows.append(t_da.broadcast_like(shape_like).transpose(*shape_like.dims).values)
-        _check_truth(truth_rows[-1], len(truth_rows) - 1, shape_like)
-    assert template is not None
+    for i, (norm, truth) in enumerate(reps):
+        cells = []
+        for m, r, r0 in zip(names, norm, first, strict=True):
+            _same_as_first(r, r0, like, i, m)
+            cells.append(_aligned_bounds(r, like))
+        est_rows.append([c[0] for c in cells])
+        lo_rows.append([c[1] for c in cells])
+        hi_rows.append([c[2] for c in cells])
+        truth_rows.append(_aligned_truth(truth, like))
+        _check_truth(truth_rows[-1], i, like)
     dims = ("rep", *template["estimate"].dims)
     coords = {k: v for k, v in template["estimate"].coords.items()}
     est = xr.DataArray(np.asarray(est_rows, float), dims=dims, coords=coords)
@@ -716,6 +928,9 @@ def coverage_study(
         with the methods' estimates.
     methods : mapping of name -> callable
         ``method(data, rng) -> result`` (anything :func:`as_estimate` accepts).
+        Every replication's cells are taken by label, as :func:`side_by_side`
+        aligns them (and the truth to them); a replication whose labels, level
+        or kind differ from the first's is refused, naming it and the method.
     n_rep : int
         Number of replications.
     prob : float

@@ -27,6 +27,7 @@ from ..._base import check_dim
 from ..._base import check_prob
 from ..._base import cluster_codes
 from ..._base import interval_label
+from ..._base import is_binary
 from ..._base import make_interval
 from ..._base import renamed_kwargs
 from ..._base import warn_user
@@ -729,6 +730,18 @@ def _errors(data, run_dim: str, task_dim: str, n_runs: xr.DataArray, micro: xr.D
     return n_err, n_err / attempted.where(attempted > 0)
 
 
+def _rate_target(y: xr.DataArray, unit: str | None) -> dict[str, str]:
+    """What :func:`success_rate`'s estimate is, in ``bootstrap_ci``'s words (``hierbench.compare`` reads them).
+
+    ``scale`` is ``"probability"`` where every score is 0 or 1 (after ``strict``), else ``"score"``;
+    ``quantity`` the ``"mean score"``; ``tasks`` ``"population"``: the interval takes tasks (or their
+    clusters) as the sampling unit, so it is for a new draw of tasks from the same population (``over``).
+    """
+    over = POPULATION_OVER if unit is None else POPULATION_OVER_CLUSTERS.format(unit=unit)
+    scale = "probability" if is_binary(y.values) else "score"
+    return {"over": over, "scale": scale, "quantity": "mean score", "tasks": "population"}
+
+
 @renamed_kwargs(dim="run_dim")
 @fill_doc
 def success_rate(
@@ -760,6 +773,10 @@ def success_rate(
     succeeding of 83, had a plain t interval reaching below 0). ``ci_detail`` names the SE
     and df; ``df`` holds them per agent. Where every task (or cluster) has one mean inside
     (0, 1) there is no spread to measure (a t interval of zero width): the bound, flagged.
+    The estimate's attrs say what it is, in :func:`hierbench.freq.bootstrap_ci`'s words:
+    ``scale`` (``"probability"`` where every score is 0 or 1, else ``"score"``),
+    ``quantity`` (``"mean score"``) and ``tasks`` (``"population"``), so
+    :func:`hierbench.compare.side_by_side` sets it beside a fit's ``mean_new_task``.
 
     Parameters
     ----------
@@ -807,9 +824,8 @@ def success_rate(
         by_tag = cell.groupby(y.coords[tag].rename("tag")).mean(task_dim)
         macro = by_tag.mean("tag")
     n_err, err_rate = _errors(data, run_dim, task_dim, n_runs, micro)
-    over = POPULATION_OVER if unit is None else POPULATION_OVER_CLUSTERS.format(unit=unit)
     res = SuccessRateResult(
-        micro=micro.rename("micro").assign_attrs(over=over),
+        micro=micro.rename("micro").assign_attrs(_rate_target(y, unit)),
         macro=macro.rename("macro"),
         by_tag=None if by_tag is None else by_tag.rename("by_tag"),
         ci=ci,
