@@ -76,3 +76,24 @@ def sim_nested(rng, n_family=25, s=(0.5, 1.0, 0.8)) -> pd.DataFrame:
             for r in range(rng.integers(1, 7)):  # 1 to 6 runs per task
                 rows.append((f"f{f}", f"t{t}", r, 2.0 + fam[f] + te + rng.normal(0, np.sqrt(s[2]))))
     return pd.DataFrame(rows, columns=["family", "task", "run", "y"])
+
+
+def crossed_fit_without_agent_task():
+    """A crossed fit (posterior and constant data, no sampler) without the agent x task effect, and its runs.
+
+    m0 ran t0 twice, t1 once, t2 never; m1 ran them 3, 3 and 1 times; 6 draws of one chain.
+    """
+    rng = np.random.default_rng(2)
+    S, agents, tasks = 6, ["m0", "m1"], ["t0", "t1", "t2"]
+    n = np.array([[2, 1, 0], [3, 3, 1]])
+    mu, a, b = rng.normal(0, 0.5, (1, S)), rng.normal(0, 0.5, (1, S, 2)), rng.normal(0, 1, (1, S, 3))
+    cd = ("chain", "draw")
+    post = xr.Dataset({"mu": (cd, mu), "agent_effect": ((*cd, "agent"), a), "task_effect": ((*cd, "task"), b),
+                       "sd_agent": (cd, np.ones_like(mu)), "sd_task": (cd, np.ones_like(mu))},
+                      coords={"chain": [0], "draw": np.arange(S), "agent": agents, "task": tasks})  # fmt: skip
+    const = xr.Dataset({"n_runs": (("agent", "task"), n), "n_success": (("agent", "task"), np.minimum(n, 1))},
+                       coords={"agent": agents, "task": tasks})  # fmt: skip
+    dt = xr.DataTree.from_dict({"posterior": post, "constant_data": const})
+    dt.attrs["hierbench_model"] = "crossed"
+    dt.attrs["hierbench_spec"] = '{"options": {"agent_task": "none", "n_quad": 7}}'
+    return dt, n

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pytest
 import xarray as xr
+from _helpers import crossed_fit_without_agent_task
 from _helpers import fake_fit
 from scipy import stats
 from scipy.special import betaln
@@ -145,19 +146,9 @@ def test_crossed_defaults_by_hand():
     """Crossed fit without the agent x task effect: ``p_mt = expit(mu + a_m + b_t)`` per draw, so the
     default draws are the mean of ``p_mt^k`` over the tasks with at least k runs, written out here.
     """
-    rng = np.random.default_rng(2)
-    S, agents, tasks = 6, ["m0", "m1"], ["t0", "t1", "t2"]
-    n = np.array([[2, 1, 0], [3, 3, 1]])
-    mu, a, b = rng.normal(0, 0.5, (1, S)), rng.normal(0, 0.5, (1, S, 2)), rng.normal(0, 1, (1, S, 3))
-    cd = ("chain", "draw")
-    post = xr.Dataset({"mu": (cd, mu), "agent_effect": ((*cd, "agent"), a), "task_effect": ((*cd, "task"), b),
-                       "sd_agent": (cd, np.ones_like(mu)), "sd_task": (cd, np.ones_like(mu))},
-                      coords={"chain": [0], "draw": np.arange(S), "agent": agents, "task": tasks})  # fmt: skip
-    const = xr.Dataset({"n_runs": (("agent", "task"), n), "n_success": (("agent", "task"), np.minimum(n, 1))},
-                       coords={"agent": agents, "task": tasks})  # fmt: skip
-    dt = xr.DataTree.from_dict({"posterior": post, "constant_data": const})
-    dt.attrs["hierbench_model"] = "crossed"
-    dt.attrs["hierbench_spec"] = '{"options": {"agent_task": "none", "n_quad": 7}}'
+    dt, n = crossed_fit_without_agent_task()
+    post = dt["posterior"]
+    mu, a, b, S = post["mu"].values, post["agent_effect"].values, post["task_effect"].values, post.sizes["draw"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # k > 1 without the agent x task effect: said, not under test
         res = crossed_pass_k(dt, k=[1, 2, 3])

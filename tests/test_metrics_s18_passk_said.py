@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import xarray as xr
+from _helpers import crossed_fit_without_agent_task
 from _helpers import fake_fit
 
 from hierbench.metrics import UndefinedMetricWarning
@@ -72,27 +72,8 @@ def test_an_agent_that_ran_nothing_is_said_apart_min_runs_0_being_no_remedy():
     assert len(said0) == 1 and said0[0].startswith("agents ['mixed'] ran no task") and " at k=" not in said0[0]
 
 
-def _crossed():
-    """As tests/test_metrics_passk_defaults.py: no agent x task effect; m0 ran t0 twice, t1 once, t2 never."""
-    rng = np.random.default_rng(2)
-    S, agents, tasks = 6, ["m0", "m1"], ["t0", "t1", "t2"]
-    n = np.array([[2, 1, 0], [3, 3, 1]])
-    cd = ("chain", "draw")
-    post = xr.Dataset({"mu": (cd, rng.normal(0, 0.5, (1, S))),
-                       "agent_effect": ((*cd, "agent"), rng.normal(0, 0.5, (1, S, 2))),
-                       "task_effect": ((*cd, "task"), rng.normal(0, 1, (1, S, 3))),
-                       "sd_agent": (cd, np.ones((1, S))), "sd_task": (cd, np.ones((1, S)))},
-                      coords={"chain": [0], "draw": np.arange(S), "agent": agents, "task": tasks})  # fmt: skip
-    const = xr.Dataset({"n_runs": (("agent", "task"), n), "n_success": (("agent", "task"), np.minimum(n, 1))},
-                       coords={"agent": agents, "task": tasks})  # fmt: skip
-    dt = xr.DataTree.from_dict({"posterior": post, "constant_data": const})
-    dt.attrs["hierbench_model"] = "crossed"
-    dt.attrs["hierbench_spec"] = '{"options": {"agent_task": "none", "n_quad": 7}}'
-    return dt, n
-
-
 def test_both_models_warn_in_the_same_words_but_for_what_min_runs_0_averages():
-    dt, n = _crossed()
+    dt, n = crossed_fit_without_agent_task()
     _, crossed_said = _undefined(crossed_pass_k, dt, k=[1, 2, 3])
     _, bb_said = _undefined(pass_hat_k, _bb(n, np.minimum(n, 1), ["m0", "m1"]), [1, 2, 3], rng=0)
     assert len(crossed_said) == len(bb_said) == 1
@@ -105,7 +86,7 @@ def _flat(res) -> str:
 
 
 def test_the_footnote_says_what_min_runs_0_averages_in_the_fits_model():
-    dt, n = _crossed()
+    dt, n = crossed_fit_without_agent_task()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # k > 1 without the agent x task effect, and m0 at k = 3
         crossed = crossed_pass_k(dt, k=[1, 2, 3])
