@@ -75,8 +75,14 @@ def _as_da(x, name: str) -> xr.DataArray:
 def _check_counts(successes, n, *, integer: bool) -> tuple[xr.DataArray, xr.DataArray]:
     s, m = xr.broadcast(_as_da(successes, "successes"), _as_da(n, "n"))
     sv, nv = s.values, m.values
-    if (nv < 0).any() or (integer and (nv != np.round(nv)).any()):
-        raise ValueError(f"`n` must be a non-negative integer; got {nv[(nv < 0) | (nv != np.round(nv))][:5].tolist()}")
+    bad_n = ~np.isfinite(nv) | (nv < 0)  # a NaN or infinite n is no count of trials (audit T finding 8)
+    if integer:
+        bad_n |= nv != np.round(nv)
+    if bad_n.any():
+        rule = "a finite non-negative integer" if integer else "a finite non-negative number"
+        raise ValueError(
+            f"`n` must be {rule}; {int(bad_n.sum())} values are not, e.g. {nv[bad_n][:5].tolist()}"
+        )
     bad = (sv < 0) | (sv > nv) | ~np.isfinite(sv)
     if integer:
         bad |= sv != np.round(sv)
@@ -600,8 +606,12 @@ class SuccessRateResult(Result):
         ``mean_score``, not its ``micro_mean_score`` (the mean over runs, where tasks with more
         runs weigh more).
     macro : xarray.DataArray
-        Mean over tags of the per-tag micro rates (every tag counts once);
-        NaN without tags.
+        Mean over every tag of the data of the agent's per-tag rates (``by_tag``: each the mean
+        over the tag's tasks of their mean scores), every tag counting once. NaN where the agent
+        ran no task of some tag (an ``UndefinedWarning`` names the agents and tags: compare
+        ``micro`` instead, or read ``by_tag``), and NaN without tags. A task without a tag
+        (None, NaN or ``""``) is in ``micro`` but in no tag, so not in ``macro``: a warning names
+        such tasks. Attrs: ``n_tags`` (the tags averaged) and ``n_untagged_tasks``.
     by_tag : xarray.DataArray or None
         Per-tag rates (dims ``agent``, ``tag``).
     ci : xarray.DataArray
@@ -613,7 +623,9 @@ class SuccessRateResult(Result):
         task, or cluster, has the same mean score, or few tasks carry the mean) the
         distribution-free bound that holds there. ``ci_kind``
         ``"t"``, ``"bounded-mean"`` or ``"mixed"``; ``ci_detail`` names the standard error,
-        the df and the clusters. For 0/1 scores it equals ``pass_hat_k(data, 1).ci``.
+        the df and the clusters. For 0/1 scores it equals ``pass_hat_k(data, 1).ci``. With
+        partial credit the t interval reaches, on the side of the skew, as far as Hall's
+        skewness-corrected t where that is further (``success_rate``: measured coverage).
     standard_error : xarray.DataArray
         With clusters, the bias-reduced cluster-robust (CR2) SE; without, the
         task-level ``sd / sqrt(n)`` (the same CR2 with each task its own cluster).
@@ -634,7 +646,9 @@ class SuccessRateResult(Result):
         task has the same value (no spread to measure)"`` / ``"bound: every cluster has the same
         mean (no spread to measure)"`` (the interval is the bound: in the last two, every task, or
         every cluster, has one mean strictly inside (0, 1), where the t interval would have zero
-        width), ``"the clusters carry the mean evenly (n_eff of the cluster sums >= 0.75 G): the t
+        width), ``SKEW_FLAG`` ("skewed partial credit (mean below 0.05 or above 0.95): ...", the
+        t interval kept, where it still falls short; the text gives the measured coverage),
+        ``"the clusters carry the mean evenly (n_eff of the cluster sums >= 0.75 G): the t
         interval is kept, ..."`` (``EVEN_CLUSTERS_FLAG``), ``"too few clusters"`` / ``"too few
         tasks"`` (fewer than 2: no interval, NaN).
     ci_kind : xarray.DataArray or None
@@ -684,14 +698,16 @@ class SuccessRateResult(Result):
 
 
 def _rate_interval(
-    micro: xr.DataArray, cell: xr.DataArray, data, cluster, prob: float, task_dim: str
+    micro: xr.DataArray, cell: xr.DataArray, data, cluster, prob: float, task_dim: str, partial: xr.DataArray
 ) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray, xr.DataArray, str | None, xr.DataArray]:
     """:func:`success_rate`'s ``(standard_error, df, ci, ci_flag, unit, ci_kind)``: ``pass_hat_k``'s interval on the task means.
 
     The one rule of ``_passk.mean_interval`` (``_interval`` with tasks as the unit, ``cluster_interval`` with
     task clusters; their flags ``_logit_t.flag_ladder``), applied to the per-task mean scores:
-    for 0/1 scores this is ``pass_hat_k(data, 1).ci`` and its ``ci_flag`` exactly. ``unit``
-    names the clusters (None: tasks are the unit).
+    for 0/1 scores this is ``pass_hat_k(data, 1).ci`` and its ``ci_flag`` exactly. In the rows
+    with partial credit (``partial``) the t interval reaches, on the side of the skew, as far
+    as the skewness-corrected t (``_skew_widen``). ``unit`` names the clusters (None: tasks
+    are the unit).
     """
     from ._logit_t import BOUND_FLAGS
     from ._passk import _clusters
@@ -700,6 +716,9 @@ def _rate_interval(
     n_tasks = cell.notnull().sum(task_dim)
     codes, unit = _clusters(data, cluster, task_dim, cell.sizes[task_dim])
     se, lo, hi, flag, df = mean_interval(cell, micro, n_tasks, codes, prob, task_dim)
+    kind_of = xr.where(flag.isin(BOUND_FLAGS), "bounded-mean", "t").astype(object).rename("ci_kind")
+    lo, hi, n_wide = _skew_widen(cell, micro, se, df, (lo, hi), partial & (kind_of == "t"), codes, prob, task_dim)
+    flag = _flag_skewed(flag.astype(object), micro, partial & (kind_of == "t"))
     ok = df.values[np.isfinite(df.values)]
     how = ("task-level standard error sd / sqrt(n), Student t on n - 1 = {} on the logit scale" if codes is None
            else f"CR2 (bias-reduced cluster-robust) standard error over the {unit}, Student t on "
@@ -707,16 +726,98 @@ def _rate_interval(
     df_text = "no df (too few units)" if ok.size == 0 else (
         f"{ok.min():.3g} df" if np.ptp(ok) < 5e-4 * ok.min() else f"{ok.min():.3g} to {ok.max():.3g} df by agent (`df`)"
     )
-    kind_of = xr.where(flag.isin(BOUND_FLAGS), "bounded-mean", "t").astype(object).rename("ci_kind")
     kinds = sorted(set(np.asarray(kind_of.values, dtype=object).ravel().tolist()))
     kind = kinds[0] if len(kinds) == 1 else "mixed"
     detail = (f"success_rate, pass_hat_k(data, 1)'s rule on the per-task mean scores: {how.format(df_text)}, "
-              "expit(logit(m) +- t * se / (m (1 - m))); in the cells whose `ci_flag` names a bound (every task "
-              "scored 0 or 1, every task or cluster has the same mean score, or few tasks carry the mean) the "
-              "distribution-free bound of the mean of values in [0, 1] instead"
-              + ("" if codes is None else ", taken over the clusters"))
+              "expit(logit(m) +- t * se / (m (1 - m)))"
+              + (f"; with partial credit ({n_wide} of {kind_of.size} rows) reaching on the side of the skew as far "
+                 "as Hall's skewness-corrected t, where that is further" if n_wide else "")
+              + "; in the cells whose `ci_flag` names a bound (every task scored 0 or 1, every task or cluster has "
+              "the same mean score, or few tasks carry the mean) the distribution-free bound of the mean of values "
+              "in [0, 1] instead" + ("" if codes is None else ", taken over the clusters"))
     ci = make_interval(lo, hi, prob=prob, kind=kind, detail=detail)
     return se.rename("standard_error"), df.rename("df"), ci, flag.astype(object).rename("ci_flag"), unit, kind_of
+
+
+#: ``success_rate``'s ``ci_flag`` of a partial-credit row whose mean is within ``SKEW_EDGE`` of 0 or 1 (t kept)
+SKEW_EDGE = 0.05
+#: the flag's text: what it marks and the coverage measured there (no "; ", no "bound": the report reads both)
+SKEW_FLAG = (
+    f"skewed partial credit (mean below {SKEW_EDGE:g} or above {1 - SKEW_EDGE:g}): the skew-corrected t interval "
+    "is kept; in benchmarks/bench_partial_credit_rate.py the 95% intervals of the rows so flagged covered 0.89 "
+    "taken together (design by design at worst 0.92, at a mean of 0.03 over 10 tasks)"
+)
+
+
+def _flag_skewed(flag: xr.DataArray, micro: xr.DataArray, rows: xr.DataArray) -> xr.DataArray:
+    """``flag`` with ``SKEW_FLAG`` in the unflagged ``rows`` (partial credit, t interval) whose mean is near 0 or 1.
+
+    There the per-task values are most skewed and a sample that misses their long tail looks
+    like one without it: no rule read from the sample widens it enough. In
+    ``benchmarks/bench_partial_credit_rate.py`` (2,000 replications a design, seed 7, MC SE
+    0.005) the 95% intervals of the partial-credit designs at a mean of 0.03 covered 0.920-0.994
+    with the skew widening (0.883-0.994 without); pooled over its partial-credit designs, the
+    t rows this flags covered 0.887 +- 0.001, the others 0.957. A ``SmallSampleWarning`` names
+    the agents.
+    """
+    from ..._base import SmallSampleWarning
+    from ..._base import entry_names
+
+    with np.errstate(invalid="ignore"):
+        hit = (rows & (np.minimum(micro, 1 - micro) < SKEW_EDGE)).transpose(*flag.dims).values & (flag.values == "")
+    if not hit.any():
+        return flag
+    out = flag.copy(data=np.where(hit, SKEW_FLAG, flag.values).astype(object))
+    names = [f"{lab or 'the estimate'} ({micro.transpose(*flag.dims).values[ix]:.3g})" for lab, ix in entry_names(flag, hit)]
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    warn_user(
+        f"success_rate: {len(names)} of {hit.size} agents have partial credit with a mean below {SKEW_EDGE:g} or "
+        f"above {1 - SKEW_EDGE:g}: {shown}. Their per-task scores are skewed, and a sample that misses the few "
+        "high (low) tasks looks like one without them: in simulation (benchmarks/bench_partial_credit_rate.py) "
+        "the 95% intervals of rows so flagged covered 0.89 taken together (design by design at worst 0.92, at a "
+        "mean of 0.03 over 10 tasks). `ci_flag` marks them.",
+        SmallSampleWarning,
+    )
+    return out
+
+
+def _skew_widen(
+    cell: xr.DataArray, micro: xr.DataArray, se: xr.DataArray, df: xr.DataArray, bounds: tuple,
+    rows: xr.DataArray, codes: np.ndarray | None, prob: float, task_dim: str,
+) -> tuple[xr.DataArray, xr.DataArray, int]:
+    """The t interval of ``rows`` reaching, on the side of the skew, as far as Hall's skewness-corrected t.
+
+    ``(lower, upper, rows widened)``. Partial credit near 0 is skewed (a few tasks score well
+    above the rest): a sample that misses them has a small mean and a small SE together, and
+    the logit t interval, whose logit corrects the skew of 0/1 scores, fell short above the
+    mean (audit T finding 4: 0.92-0.94 at 95% for means 0.07-0.11, misses above). Where the
+    skewness of the mean (``_passk.mean_skewness``, over the tasks or the
+    clusters) is positive the upper end becomes the larger of the t's and Hall's
+    (``_passk.skew_t_bounds``, same SE and df), where negative the lower end the
+    smaller: the interval never narrows. Measured in ``benchmarks/bench_partial_credit_rate.py``.
+    """
+    from ._passk import mean_skewness
+    from ._passk import skew_t_bounds
+
+    lo, hi = bounds
+    dims = micro.dims
+    use = rows.transpose(*dims).values & np.isfinite(lo.transpose(*dims).values) & np.isfinite(
+        hi.transpose(*dims).values)
+    if not use.any():
+        return lo, hi, 0
+    m = micro.transpose(*dims).values
+    u = (cell - micro).transpose(*dims, task_dim).values
+    if codes is not None:  # each cluster's sum of deviations; a cluster with no task run is absent (NaN)
+        onehot = (np.asarray(codes)[:, None] == np.arange(int(np.max(codes)) + 1)[None, :]).astype(float)
+        ran = np.isfinite(u).astype(float) @ onehot > 0
+        u = np.where(ran, np.nan_to_num(u) @ onehot, np.nan)
+    k = mean_skewness(u)
+    s_lo, s_hi = skew_t_bounds(m, se.transpose(*dims).values, k, df.transpose(*dims).values, prob)
+    l0, h0 = lo.transpose(*dims).values, hi.transpose(*dims).values
+    new_lo = np.where(use & (k < 0) & (s_lo < l0), s_lo, l0)
+    new_hi = np.where(use & (k > 0) & (s_hi > h0), s_hi, h0)
+    n = int(((new_lo != l0) | (new_hi != h0)).sum())
+    return micro.copy(data=new_lo), micro.copy(data=new_hi), n
 
 
 def _errors(data, run_dim: str, task_dim: str, n_runs: xr.DataArray, micro: xr.DataArray) -> tuple:
@@ -742,6 +843,67 @@ def _rate_target(y: xr.DataArray, unit: str | None) -> dict[str, str]:
     return {"over": over, "scale": scale, "quantity": "mean score", "tasks": "population"}
 
 
+def _is_unlabelled(v) -> bool:
+    """A missing tag label: None, NaN or ``""`` (as a missing cluster label, ``hierbench._base.cluster_codes``)."""
+    return v is None or (isinstance(v, float) and np.isnan(v)) or (isinstance(v, str) and v == "")
+
+
+def _by_tag_macro(
+    cell: xr.DataArray, y: xr.DataArray, tag: str | None, task_dim: str, micro: xr.DataArray
+) -> tuple[xr.DataArray | None, xr.DataArray]:
+    """:func:`success_rate`'s ``(by_tag, macro)``: per-tag rates, and their mean over every tag of the data.
+
+    ``macro`` is NaN where an agent ran no task of some tag (``skipna=False``): a mean over fewer
+    tags is another quantity, and it took agent B, who ran only the easy tasks, to 1.0 beside
+    agent A's 0.375 (audit T finding 2). A task without a tag (None, NaN or ``""``) is in no
+    tag's rate, so not in ``macro`` (it is in ``micro``): counted in ``macro.attrs`` and warned,
+    naming the tasks. ``macro.attrs``: ``n_tags`` and ``n_untagged_tasks``.
+    """
+    from ..._base import HierbenchWarning
+    from ..._base import entry_names
+
+    none = xr.full_like(micro, np.nan).rename("macro")
+    if tag is None or tag not in y.coords:
+        return None, none
+    coord = y.coords[tag]
+    if coord.dims != (task_dim,):
+        raise ValueError(f"`tag`: coord {tag!r} must lie along {task_dim!r} (one tag per task); it has dims {coord.dims}")
+    lab = np.array([_is_unlabelled(v) for v in np.asarray(coord.values, dtype=object)], dtype=bool)
+    if lab.any():
+        names = (np.asarray(y[task_dim].values).astype(str) if task_dim in y.coords
+                 else np.arange(lab.size).astype(str))  # fmt: skip
+        shown = ", ".join(repr(t) for t in names[lab][:10].tolist()) + (f" and {int(lab.sum()) - 10} more" if lab.sum() > 10 else "")
+        warn_user(
+            f"success_rate: {int(lab.sum())} of {lab.size} tasks have no {tag!r} label ({shown}): they are in "
+            "`micro` (the estimate) but in no tag's rate, so not in `macro` (the mean over the tags); "
+            "label them to have them in `macro` (macro.attrs['n_untagged_tasks'] counts them).",
+            HierbenchWarning,
+        )
+    attrs = {"n_tags": 0, "n_untagged_tasks": int(lab.sum())}
+    if lab.all():
+        return None, none.assign_attrs(attrs)
+    keep = cell.isel({task_dim: np.flatnonzero(~lab)})
+    by_tag = keep.groupby(keep.coords[tag].rename("tag")).mean(task_dim)
+    macro = by_tag.mean("tag", skipna=False)
+    attrs["n_tags"] = int(by_tag.sizes["tag"])
+    lacking = by_tag.isnull().transpose(*macro.dims, "tag").values
+    gaps = lacking.any(-1)
+    if gaps.any():
+        tags = np.asarray(by_tag["tag"].values).astype(str)
+        said = [f"{lab_ or 'the estimate'} (no task of {tags[lacking[ix]][:5].tolist()}"
+                + (f" and {int(lacking[ix].sum()) - 5} more" if lacking[ix].sum() > 5 else "") + ")"
+                for lab_, ix in entry_names(macro, gaps)]
+        shown = "; ".join(said[:10]) + (f"; and {len(said) - 10} more" if len(said) > 10 else "")
+        warn_user(
+            f"success_rate: `macro` is NaN for {len(said)} of {gaps.size} agents, each of which ran no task of "
+            f"some tag: {shown}. `macro` averages every one of the {attrs['n_tags']} tags, and a mean over "
+            "fewer tags is not comparable with it. Compare `micro` (every task the agent ran counts once), or "
+            "read `by_tag` for the tags each ran.",
+            UndefinedWarning,
+        )
+    return by_tag, macro.rename("macro").assign_attrs(attrs)
+
+
 @renamed_kwargs(dim="run_dim")
 @fill_doc
 def success_rate(
@@ -758,9 +920,9 @@ def success_rate(
 
     Runs are averaged within a task first: ``micro`` (the estimate) is the mean over tasks of
     each task's mean score, every task counting once (``hierbench.data.summarize``'s
-    ``micro_mean_score`` is instead the mean over runs). Scores may be partial credit
-    (fraction of checks passed); ``strict=True`` counts a run as a success
-    only when its score is 1 (all checks passed).
+    ``micro_mean_score`` is instead the mean over runs); ``macro`` is the mean over every tag
+    of the data of the per-tag ``micro``. Scores may be partial credit (fraction of checks
+    passed); ``strict=True`` counts a run as a success only when its score is 1.
 
     The interval is ``pass_hat_k(data, 1)``'s (the package's one rule for a mean of
     values in [0, 1]) taken on the per-task mean scores, so for 0/1 scores the two agree
@@ -773,6 +935,12 @@ def success_rate(
     succeeding of 83, had a plain t interval reaching below 0). ``ci_detail`` names the SE
     and df; ``df`` holds them per agent. Where every task (or cluster) has one mean inside
     (0, 1) there is no spread to measure (a t interval of zero width): the bound, flagged.
+    With partial credit the t interval reaches, on the side of the skew, as far as Hall's
+    (1992) skewness-corrected t where that is further (an agent's 0/1 scores keep
+    ``pass_hat_k``'s interval): in ``benchmarks/bench_partial_credit_rate.py`` (means 0.03-0.5,
+    10-100 tasks, 1-5 runs, logit-normal and Beta scores; 2,000 replications, MC SE 0.005) 95%
+    intervals covered 0.920-0.994 (0.883-0.994 before), below 0.93 only at means 0.03-0.07
+    over 10 tasks; at a mean below 0.05 (above 0.95) ``ci_flag`` says it still falls short.
     The estimate's attrs say what it is, in :func:`hierbench.freq.bootstrap_ci`'s words:
     ``scale`` (``"probability"`` where every score is 0 or 1, else ``"score"``),
     ``quantity`` (``"mean score"``) and ``tasks`` (``"population"``), so
@@ -785,7 +953,8 @@ def success_rate(
     run_dim, task_dim : str
         Run and task dims.
     tag : str or None
-        Task coord for the macro average (ignored when absent).
+        Task coord of the tags (ignored when absent): ``macro`` is NaN for an agent that ran
+        no task of some tag, and a task without a tag is in ``micro`` only (both warned).
     cluster : str or None
         Task coord for the clustered SE. The default ``"cluster"`` is used
         when the data have it; any other name must exist. A task without a
@@ -816,13 +985,10 @@ def success_rate(
     n_tasks = ran.sum(task_dim)
     micro = cell.mean(task_dim)
     key = "auto" if cluster == "cluster" else cluster
-    se, df, ci, flag, unit, kind_of = _rate_interval(micro, cell, y, key, prob, task_dim)
+    partial = ((y > 0) & (y < 1)).any([d for d in y.dims if d in (run_dim, task_dim)])  # the rows with partial credit
+    se, df, ci, flag, unit, kind_of = _rate_interval(micro, cell, y, key, prob, task_dim, partial)
     warn_no_interval("success_rate", flag, ci, n_tasks)
-    by_tag = None
-    macro = xr.full_like(micro, np.nan)
-    if tag is not None and tag in y.coords:
-        by_tag = cell.groupby(y.coords[tag].rename("tag")).mean(task_dim)
-        macro = by_tag.mean("tag")
+    by_tag, macro = _by_tag_macro(cell, y, tag, task_dim, micro)
     n_err, err_rate = _errors(data, run_dim, task_dim, n_runs, micro)
     res = SuccessRateResult(
         micro=micro.rename("micro").assign_attrs(_rate_target(y, unit)),

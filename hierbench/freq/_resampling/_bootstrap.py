@@ -124,8 +124,16 @@ class BootstrapResult(Result):
     n_tasks : xarray.DataArray
         Tasks that entered the statistic (for each agent or pair).
     n_excluded : xarray.DataArray
-        Tasks left out (not run by the agent or by one agent of a pair, or
-        with fewer runs than ``k`` for pass^k / pass@k).
+        Tasks left out: not run by the agent (or by one agent of a pair), and,
+        for pass^k / pass@k, those with fewer runs than ``k`` (``n_insufficient``
+        counts these apart).
+    n_insufficient : xarray.DataArray or None
+        For ``statistic="pass_hat_k"`` / ``"pass_at_k"``: the tasks left out
+        because ``0 < n_runs < k`` (for a pair, tasks both agents ran where one
+        has fewer than ``k`` runs), as ``PassKResult.n_insufficient`` counts them:
+        the statistic averages ``n_tasks`` of the ``n_tasks + n_insufficient``
+        tasks run, a pass^k of the tasks with at least ``k`` runs. None for
+        ``"mean"`` and a callable.
     n_undefined : xarray.DataArray
         Resamples where the statistic was undefined (they are left out of the
         quantiles; a :class:`UndefinedResampleWarning` says so). An agent or
@@ -152,8 +160,8 @@ class BootstrapResult(Result):
         independent tasks; ``""`` otherwise. None for pairs, custom statistics
         and ``scheme="runs"``.
     attrs : dict
-        The settings (statistic, scheme, method, resamples, unit) and, for the
-        built-in statistics, what the estimate is: ``scale`` (``"probability"``
+        The settings (statistic, scheme, method, resamples, unit; ``k`` for
+        pass^k / pass@k) and, for the built-in statistics, what the estimate is: ``scale`` (``"probability"``
         for 0/1 scores and pass^k / pass@k, ``"score"`` otherwise),
         ``quantity`` (``"mean score"``, ``"pass^k"``, ``"pass@k"``, or the
         difference of one for pairs; for the values of a DataArray named other
@@ -177,6 +185,7 @@ class BootstrapResult(Result):
     bias_correction: xr.DataArray | None = None
     acceleration: xr.DataArray | None = None
     ci_flag: xr.DataArray | None = None
+    n_insufficient: xr.DataArray | None = None
     attrs: dict = field(default_factory=dict)
 
     def to_frame(self) -> pd.DataFrame:
@@ -264,7 +273,8 @@ def _check_cells(cells: _Cells, data, statistic, builtin: bool, k, scheme: str, 
             warn_user(
                 f"{int(short.sum())} (agent, task) cells have fewer runs than k (n_runs < k; "
                 f"k={k}); their {statistic} is undefined and they are left out (counted in "
-                "`n_excluded`).",
+                "`n_insufficient`, and in `n_excluded` with the tasks not run), so the statistic is the "
+                f"mean over the tasks with at least {k} runs.",
                 InsufficientRunsWarning,
             )
 
@@ -388,6 +398,7 @@ def _package(
         "resample_unit": unit,
         "cluster_column": cluster_column,
         "paired_resample": int(plan.paired),
+        **({"k": int(k)} if plan.builtin and statistic != "mean" else {}),
         **_target_attrs(plan, variable),
     }
     same = _same_values(plan, n_out)
@@ -416,8 +427,29 @@ def _package(
         bias_correction=None if z0 is None else da(z0),
         acceleration=None if acc_a is None else da(acc_a),
         ci_flag=None if (flag := _flags(plan, n_out, same, degenerate)) is None else da(flag),
+        n_insufficient=None if (short := _n_short(plan, n_out)) is None else da(short),
         attrs={**attrs, "ci_prob": float(prob), "ci_kind": method, "ci_detail": detail},
     )
+
+
+def _n_short(plan: _Plan, n_out: int) -> np.ndarray | None:
+    """Per output, the tasks pass^k / pass@k leaves out for ``0 < n_runs < k`` (None for other statistics).
+
+    An agent's tasks run fewer than ``k`` times; a pair's tasks both agents ran where one of them has
+    fewer than ``k`` runs (the tasks one of them never ran are not run, not short). The count
+    ``PassKResult.n_insufficient`` gives, which ``hierbench.compare`` reads to tell a pass^k over the
+    tasks with ``k`` runs from one over every task.
+    """
+    if not plan.builtin or plan.statistic == "mean":
+        return None
+    n = plan.cells.n
+    ran, short = n > 0, (n > 0) & (n < int(plan.k))
+    if plan.pairs_idx is not None:
+        a, b = plan.pairs_idx[:, 0], plan.pairs_idx[:, 1]
+        out = (ran[a] & ran[b] & (short[a] | short[b])).sum(-1)
+    else:
+        out = short.sum(-1)
+    return np.asarray(out, dtype=np.int64) if out.shape[0] == n_out else None
 
 
 #: what a built-in statistic estimates, as ``hierbench.compare.side_by_side`` reads it (``quantity``)
