@@ -47,11 +47,16 @@ few clusters carrying the successes is not where the interval falls short. By n_
     16  0.966  0.939    0.921     0.871+-0.027
     24  0.961  0.937    0.917     0.857+-0.050
 
-Below 0.90 from n_eff / G of about 0.75-0.8 at every G: the flag is ``n_eff >= 0.75 G``
-(``_logit_t.even_clusters``): 1.3% of the t rows, covering 0.897 +- 0.006 against 0.958 +- 0.0004
+Below 0.90 from n_eff / G of about 0.75-0.8 at every G: the flag was ``n_eff >= 0.75 G``
+until 2026-12-07: 1.3% of the t rows, covering 0.897 +- 0.006 against 0.958 +- 0.0004
 elsewhere; the rule before (``n_eff < min(10, G / 2)``) flagged 29% of the t rows, which covered
 0.967 +- 0.001 (0.953 elsewhere). The least-covered design cells (0.60-0.84) are designs where
 the few-tasks bound usually applies and the t rows are a selected minority (57-142 of 1,000).
+That grid drew cluster sizes 1-5 only. With clusters of one size the raw sums' n_eff / G is
+near 1 unless the cluster means differ a lot, and that rule fired on most agents while those rows
+covered 0.95-0.98 (audit T, finding 1). The flag's rule and its calibration, over equal and
+random cluster sizes, are now in ``bench_even_clusters_flag.py`` (the design effect of the
+mean, ``deff < 0.5``); ``clusters_report`` here prints the old rule beside the package's flag.
 """
 
 from __future__ import annotations
@@ -248,7 +253,7 @@ def _cov(x) -> str:
 
 def clusters_report(df: pd.DataFrame) -> None:
     """Coverage of the t-interval rows (the flag's domain) by G, clusters carrying successes, and n_eff."""
-    from hierbench.freq._rates._logit_t import even_clusters
+    from hierbench.freq._rates._logit_t import EVEN_CLUSTERS_FLAG
 
     t = df[df.kind == "t"].copy()
     t["carry"] = t[["carry_succ", "carry_fail"]].min(axis=1)
@@ -268,8 +273,10 @@ def clusters_report(df: pd.DataFrame) -> None:
     print("\ncoverage of the t rows by G (rows) and n_eff / G (columns):")
     print(t.pivot_table(index="G", columns="ratio_bin", values="covered", aggfunc=_cov, observed=True).to_string())
     old = (t.G_used > 1) & (t.n_eff < np.minimum(10.0, t.G_used / 2.0))  # the flag before calibration
+    even = (t.G_used > 1) & (t.n_eff >= 0.75 * t.G_used)  # the flag until 2026-12-07
     for name, flagged in (("old rule n_eff < min(10, G / 2)", old.values),
-                          ("even_clusters()", even_clusters(t.n_eff.values, t.G_used.values))):  # fmt: skip
+                          ("rule n_eff >= 0.75 G (until 2026-12-07)", even.values),
+                          ("the package's flag", (t.flag == EVEN_CLUSTERS_FLAG).values)):  # fmt: skip
         print(f"{name}: flags {flagged.mean():.3f} of the t rows; coverage flagged {_cov(t.covered[flagged])}, "
               f"not flagged {_cov(t.covered[~flagged])}")  # fmt: skip
 

@@ -93,30 +93,38 @@ def test_both_paths_share_the_ladder_rungs():
 def test_even_clusters_flag_matches_the_documented_threshold():
     from fractions import Fraction
 
+    from hierbench.freq._rates._logit_t import EVEN_CLUSTERS_FLAG
+
     # 8 clusters of 5 tasks, 4 runs; in cluster g the first a_g tasks pass every run, the rest
     # fail every one (at least 10 tasks pass and 10 fail: not few tasks, the t interval is kept).
-    # The documented rule: flagged iff n_eff >= 0.75 G = 6, with n_eff the smaller of
-    # (sum S)^2 / sum S^2 over the passing counts S_g = a_g and the same over the failing 5 - a_g
+    # The documented rule (since audit T, finding 1): flagged iff deff < 1/2, with deff the CR2
+    # variance of the mean, sum_g (a_g - 5 m)^2 / (1 - 5 / 40) / 40^2, over s^2 / 40, s^2 the
+    # tasks' sample variance 40 m (1 - m) / 39. The rule before (n_eff of the cluster sums
+    # >= 0.75 G) flagged patterns 1, 3 and 5; pattern 3's clusters differ more than independent
+    # tasks would (deff 1.56), so it is no longer flagged.
     patterns = [
-        [1, 2, 2, 2, 3, 3, 2, 2],  # n_eff = min(289/39, 529/69) = 7.41: flagged
-        [1, 1, 4, 4, 1, 1, 4, 4],  # 400/68 = 5.88: not
-        [1, 1, 1, 4, 4, 4, 2, 3],  # 400/64 = 6.25: flagged
-        [1, 1, 1, 1, 4, 4, 4, 4],  # 400/68 = 5.88: not
-        [2, 2, 2, 2, 2, 2, 2, 3],  # 289/37 = 7.81 (S), 529/67 = 7.90 (C): flagged
-        [1, 1, 1, 1, 1, 4, 4, 4],  # 289/53 = 5.45: not
+        [1, 2, 2, 2, 3, 3, 2, 2],  # deff 0.328: flagged
+        [1, 1, 4, 4, 1, 1, 4, 4],  # 2.006: not
+        [1, 1, 1, 4, 4, 4, 2, 3],  # 1.560: not (the old rule flagged it)
+        [1, 1, 1, 1, 4, 4, 4, 4],  # 2.006: not
+        [2, 2, 2, 2, 2, 2, 2, 3],  # 0.100: flagged
+        [1, 1, 1, 1, 1, 4, 4, 4],  # 1.924: not
     ]
 
-    def n_eff(v):
-        return Fraction(sum(v) ** 2, sum(x * x for x in v))
+    def deff(a):
+        m = Fraction(sum(a), 40)
+        cr2 = sum((x - 5 * m) ** 2 for x in a) / (1 - Fraction(5, 40)) / 40**2
+        return cr2 / (40 * m * (1 - m) / 39 / 40)
 
-    exact = [min(n_eff(a), n_eff([5 - x for x in a])) >= Fraction(3, 4) * 8 for a in patterns]
-    assert sum(exact) == 3
+    exact = [deff(a) < Fraction(1, 2) for a in patterns]
+    assert exact == [True, False, False, False, True, False]
     codes = np.repeat(np.arange(8), 5)
     succ = np.array([np.concatenate([np.r_[np.full(x, 4), np.zeros(5 - x)] for x in a]) for a in patterns])
     res = pass_hat_k(_counts(succ, 4, codes), 1)
-    flag = ("the clusters carry the mean evenly (n_eff of the cluster sums >= 0.75 G): the t interval is kept, "
-            "and such 95% intervals covered about 0.90 in the package's calibration")
-    assert (res.ci_flag.values == flag).tolist() == exact
+    assert (res.ci_flag.values == EVEN_CLUSTERS_FLAG).tolist() == exact
+    assert set(res.ci_flag.values[~np.array(exact)]) == {""}
+    assert "below 0.5 times the independent-task variance" in EVEN_CLUSTERS_FLAG
+    assert "benchmarks/bench_even_clusters_flag.py" in EVEN_CLUSTERS_FLAG
     assert set(res.ci_kind.values) == {"t"}
     # the same tasks one by one: no cluster flag
     assert set(pass_hat_k(_counts(succ, 4, codes), 1, cluster=None).ci_flag.values) == {""}

@@ -166,9 +166,9 @@ def _interval_words(freq, table: pd.DataFrame) -> str:
     if even is not None:
         text += (
             f" Letter {even} is neither a bound nor the all-0 / all-1 case: it marks a t interval kept where "
-            f"the G clusters' sums carry the mean evenly, n_eff >= {EVEN_CLUSTERS_SHARE:g} G (n_eff = (sum S)^2 "
-            "/ sum S^2 over the clusters' sums S of the per-task values, or of 1 minus them where that is "
-            "smaller), whatever the mean."
+            f"the clusters carry the mean more evenly than independent tasks would, the cluster-robust variance "
+            f"of the mean below {EVEN_CLUSTERS_SHARE:g} times s^2 / N (the variance N independent tasks of the "
+            "same spread would give), whatever the mean."
         )
     return text
 

@@ -626,7 +626,8 @@ def _cluster_note(ctx: _Context) -> str:
     The even-clusters flag on a kept t interval is not described here: its one definition is the
     estimator's ``ci_flag`` (``_logit_t.EVEN_CLUSTERS_FLAG``), which the `note` legend quotes. This
     text said "where few clusters but not few tasks carry the mean", the opposite of its rule
-    (``n_eff >= 0.75 G``: many clusters carry it evenly; audit U, finding 2).
+    (audit U, finding 2; the rule is now the cluster-robust variance of the mean below half that of
+    independent tasks, audit T, finding 1).
     """
     deff = None if ctx.data is None else cluster_design_effect_k1(ctx.data)
     if deff is None:

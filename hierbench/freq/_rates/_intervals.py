@@ -648,8 +648,9 @@ class SuccessRateResult(Result):
         every cluster, has one mean strictly inside (0, 1), where the t interval would have zero
         width), ``SKEW_FLAG`` ("skewed partial credit (mean below 0.05 or above 0.95): ...", the
         t interval kept, where it still falls short; the text gives the measured coverage),
-        ``"the clusters carry the mean evenly (n_eff of the cluster sums >= 0.75 G): the t
-        interval is kept, ..."`` (``EVEN_CLUSTERS_FLAG``), ``"too few clusters"`` / ``"too few
+        ``"the clusters carry the mean more evenly than independent tasks would (cluster-robust
+        variance below 0.5 times the independent-task variance): the t interval is kept, ..."``
+        (``EVEN_CLUSTERS_FLAG``), ``"too few clusters"`` / ``"too few
         tasks"`` (fewer than 2: no interval, NaN).
     ci_kind : xarray.DataArray or None
         Per agent, the kind of its interval: ``"t"`` (the logit t interval) or

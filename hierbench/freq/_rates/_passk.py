@@ -140,12 +140,13 @@ class PassKResult(Result):
         cluster-robust standard error of the tasks' mean and Bell-McCaffrey
         df, and the bound taken over the clusters (in the same cells as
         without clusters); ``ci_flag`` adds ``"too few clusters"`` and, where
-        the clusters carry the mean evenly (``n_eff >= 0.75 G`` over the
-        cluster sums: simulated coverage 0.90 there, 0.96 elsewhere, however
-        few clusters carry the successes), the flag ``EVEN_CLUSTERS_FLAG`` of
-        ``hierbench.freq._rates._logit_t`` ("the clusters carry the mean evenly
-        (n_eff of the cluster sums >= 0.75 G): the t interval is kept, ...");
-        ``ci_detail`` names the clusters.
+        the clusters carry the mean more evenly than independent tasks would
+        (the CR2 variance of the mean below 0.5 times s^2 / N: simulated
+        coverage about 0.82 there, 0.96 elsewhere,
+        ``benchmarks/bench_even_clusters_flag.py``), the flag
+        ``EVEN_CLUSTERS_FLAG`` of ``hierbench.freq._rates._logit_t`` ("the
+        clusters carry the mean more evenly than independent tasks would ...:
+        the t interval is kept, ..."); ``ci_detail`` names the clusters.
     ci_flag : xarray.DataArray
         Per cell, when its interval is not that t interval: ``"exact bound"``
         (every per-task estimate is 0, or every one 1, where the logit is

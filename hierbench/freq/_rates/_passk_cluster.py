@@ -59,21 +59,21 @@ def cluster_interval(
     m = np.asarray(mean.transpose(*y.dims[:-1]).values, dtype=float).ravel()
     se, df, G = (np.full(len(Y), np.nan) for _ in range(3))
     n = np.isfinite(Y).sum(1)
-    b_lo, b_hi, n_eff = np.full(len(Y), np.nan), np.full(len(Y), np.nan), np.full(len(Y), np.nan)
+    b_lo, b_hi, deff = np.full(len(Y), np.nan), np.full(len(Y), np.nan), np.full(len(Y), np.nan)
     for i, row in enumerate(Y):
         ok = np.isfinite(row)
         if not ok.any():
             G[i] = 0
             continue
         se[i], df[i], G[i] = cr2_mean_se(row[ok], codes[ok])
-        n_eff[i] = cluster_n_eff(row[ok], codes[ok])
+        deff[i] = cluster_deff(row[ok], se[i])
     df = np.where(G > 1, df, np.nan)  # Bell-McCaffrey's, where 2 or more clusters give one
     lo, hi = logit_t_bounds(m, se, df, prob)
     fin = np.isfinite(Y)  # every task one value (to rounding): the tasks' flag, not the clusters'
     top, low = np.where(fin, Y, -np.inf).max(1), np.where(fin, Y, np.inf).min(1)
     same = (exact_zero_spread(top - low, np.abs(np.where(fin, Y, 0.0)).max(1)) == 0) & fin.any(1)
     flag, bound = flag_ladder(
-        m, se, n, few_carry_side(Y), n_clusters=G, even_clust=even_clusters(n_eff, G), same_tasks=same,
+        m, se, n, few_carry_side(Y), n_clusters=G, even_clust=even_clusters(deff, G), same_tasks=same,
     )
     for i in np.flatnonzero(bound & (G > 0)):  # the bound only where it replaces the t interval
         ok = np.isfinite(Y[i])
@@ -94,16 +94,17 @@ def _cluster_sums(y: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndar
     return n_g, S, n_g - S
 
 
-def cluster_n_eff(y: np.ndarray, codes: np.ndarray) -> float:
-    """The clusters that carry the mean of ``y``: ``n_eff = (sum S)^2 / sum S^2`` over the cluster sums.
+def cluster_deff(y: np.ndarray, se: float) -> float:
+    """The design effect of the mean of ``y``: ``deff = se^2 / (s^2 / N)``, ``se`` its cluster-robust SE.
 
-    The smaller of it and the same of the failures' sums ``n_g - S_g`` (a mean near 1), as
-    ``hierbench._numerics.few_carry_side`` counts tasks; 0 where every sum is 0. Its flag:
-    ``_logit_t.even_clusters``.
+    ``s^2`` is the sample variance of the ``N`` values, so ``s^2 / N`` is the variance of their
+    mean were the tasks independent; with every task its own cluster ``deff`` is 1 (the CR2 SE is
+    then ``s / sqrt(N)``), whatever the cluster sizes. NaN where ``s^2`` is 0 or ``se`` is NaN.
+    Its flag: ``_logit_t.even_clusters``.
     """
-    _, S, C = _cluster_sums(y, codes)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return float(np.fmin(np.nan_to_num(S.sum() ** 2 / (S**2).sum()), np.nan_to_num(C.sum() ** 2 / (C**2).sum())))
+    n = y.size
+    var = float(y.var(ddof=1)) if n > 1 else np.nan
+    return float(se**2 * n / var) if var > 0 else np.nan
 
 
 def _cluster_bound(y: np.ndarray, codes: np.ndarray, prob: float) -> tuple[float, float]:
