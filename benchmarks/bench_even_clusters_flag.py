@@ -57,13 +57,15 @@ Neighbouring thresholds: ``deff < 0.4`` flags 2.8% (0.795 +- 0.008), ``< 0.6`` f
 from __future__ import annotations
 
 import argparse
-import contextlib
 import time
 import warnings
 
 import numpy as np
 import pandas as pd
 import xarray as xr
+from bench_passk_coverage import (
+    no_cluster_bound,  # the t rows only: the bound over clusters left NaN
+)
 
 SIZES = ("equal 3", "equal 10", "random 1-5", "random 2-18")
 GS, SD_CLUSTER, SD_TASK, MEANS, KS = (4, 6, 8, 12, 16, 24, 32), (0.0, 0.5, 1.0), (0.5, 1.0), (0.1, 0.3, 0.5, 0.8), (1, 2)
@@ -106,19 +108,6 @@ def _chunk(rng, sizes, sd_cl, sd_task, mu, k, reps) -> xr.Dataset:
                       coords={"cluster": ("task", code.astype(str))})  # fmt: skip
 
 
-@contextlib.contextmanager
-def _no_cluster_bound():
-    """The bound over clusters left NaN: only the t rows (the flag's domain) are scored."""
-    import hierbench.freq._rates._passk_cluster as mod
-
-    saved = mod._cluster_bound
-    mod._cluster_bound = lambda y, codes, prob: (np.nan, np.nan)
-    try:
-        yield
-    finally:
-        mod._cluster_bound = saved
-
-
 def _rows(res, sizes: np.ndarray, truth: float) -> dict:
     """Per data set: covered, the flag, ``deff`` and the old rule, computed here by hand from the per-task values."""
     from hierbench.freq._rates._logit_t import EVEN_CLUSTERS_FLAG
@@ -154,7 +143,7 @@ def simulate(reps: int = 100, seed: int = 18, chunk: int = 25) -> pd.DataFrame:
                             for start in range(0, reps, chunk):
                                 sizes = _sizes(rng, design, G)
                                 ds = _chunk(rng, sizes, sd_cl, sd_task, mu, k, min(chunk, reps - start))
-                                with warnings.catch_warnings(), _no_cluster_bound():
+                                with warnings.catch_warnings(), no_cluster_bound():
                                     warnings.simplefilter("ignore")
                                     r = _rows(pass_hat_k(ds, k), sizes, truth)
                                 t = r.pop("t")
