@@ -170,14 +170,12 @@ def stale_diagnostics(dt) -> str:
     files) is taken as it is. This room cannot recompute them (it does not import
     ``hierbench.bayes``): the sentence says who does.
     """
-    a = getattr(dt, "attrs", {})
-    if a.get("diag_n_chains") is None or a.get("diag_n_draws") is None or "posterior" not in getattr(dt, "children", {}):
+    from ._base import stale_counts
+
+    counts = stale_counts(dt)
+    if counts is None:
         return ""
-    sizes = dt["posterior"].sizes
-    was = (int(a["diag_n_chains"]), int(a["diag_n_draws"]))
-    now = (int(sizes.get("chain", 0)), int(sizes.get("draw", 0)))
-    if was == now:
-        return ""
+    was, now = counts
     return (
         f"the convergence checks saved with this fit are stale: they were computed on {was[0]} chains x "
         f"{was[1]:,} draws, but its posterior holds {now[0]} x {now[1]:,} (draws cut after fitting), so its "

@@ -7,7 +7,7 @@ import json
 import xarray as xr
 
 from hierbench._console import convergence_line
-from hierbench.demo import _bayes
+from hierbench.bayes import convergence_remedy
 
 
 def _failed_fixed_draws() -> xr.DataTree:
@@ -21,20 +21,20 @@ def _failed_fixed_draws() -> xr.DataTree:
     return dt
 
 
-def test_a_fast_demo_is_told_to_drop_fast_and_a_full_one_what_the_fit_records(monkeypatch):
+def test_a_fast_demo_is_told_to_drop_fast_and_a_full_one_what_the_fit_records():
     from hierbench.bayes import DEMO_FAST
     from hierbench.bayes import MADE_BY
 
     dt = _failed_fixed_draws()
-    full = _bayes._demo_remedy(None, dt)  # no mark: the fit's own record, 300 fixed draws
+    full = convergence_remedy(dt, cli=False)  # no mark: the fit's own record, 300 fixed draws
     assert "--fast" not in full and "draws=None" in full
     dt.attrs[MADE_BY] = DEMO_FAST  # as the demo marks its smoke run
-    fast = convergence_line(dt, remedy=_bayes._demo_remedy(None, dt))
+    fast = convergence_line(dt, remedy=convergence_remedy(dt, cli=False))
     assert fast.startswith("the fit did not converge: min ESS_bulk 48 < 200")
     assert "What to do: it drew a fixed 300 draws per chain (hierbench demo --fast): run the demo without --fast" in fast
     assert "--draws" not in fast
     dt.attrs["diag_converged"] = 1
-    assert convergence_line(dt, remedy=_bayes._demo_remedy(None, dt)) is None
+    assert convergence_line(dt, remedy=convergence_remedy(dt, cli=False)) is None
 
 
 def test_the_demo_mark_survives_saving_and_reaches_the_command_lines_remedy(tmp_path):

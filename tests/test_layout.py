@@ -37,7 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "metrics": {"_base", "_docs", "_numerics"},
     "io": {"_base", "_docs", "data"},
     "testing": {"_base", "_docs", "data"},
-    "_console": {"data"},
+    "_console": {"_base", "data"},
     "bayes": {"__init__", "_base", "_docs", "_numerics", "_parallel", "_priors", "data", "metrics"},
     "design": {"_base", "_docs", "_numerics", "_parallel", "freq"},
     "compare": {"_base", "_docs", "_parallel", "freq"},

@@ -73,3 +73,18 @@ def test_without_an_agent_dim_the_card_is_flat_and_counts_the_tasks_not_run():
     card = scorecard(_ds().isel(agent=1), 2)  # agent B, the agent dim dropped
     assert card["tasks"] == 2 and card["tasks_not_run"] == 2
     assert card["pass_at_k"] == round((_at(2, 2) + _at(2, 1)) / 2, 4)
+
+
+def test_a_task_without_a_tag_is_in_no_tag_as_in_success_rate():
+    # a missing tag label read as a tag named 'nan' in scorecard, as no tag in success_rate
+    from hierbench.freq import success_rate
+
+    score = np.array([[[1.0], [0.0], [1.0]]])
+    ds = xr.Dataset({"score": (("agent", "task", "run"), score)},
+                     coords={"agent": ["a"], "task": ["t0", "t1", "t2"], "run": [0], "tag": ("task", ["x", None, "y"])})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        card = scorecard(ds, 1)["a"]
+        rate = success_rate(ds, tag="tag")
+    assert sorted(card["by_tag"]) == ["x", "y"] == sorted(str(t) for t in rate.by_tag["tag"].values)
+    assert card["by_tag"] == {"x": 1.0, "y": 1.0} and card["pass_at_k"] == round(2 / 3, 4)

@@ -45,6 +45,7 @@ from ._data import counts
 from ._data import counts_fingerprint
 from ._data import data_hash
 from ._data import is_binary
+from ._data import missing_labels as missing_labels  # one rule: a missing cluster or tag label
 from ._data import partial_credit
 from ._data import partial_credit_error
 from ._deprecations import moved_names
@@ -85,6 +86,7 @@ from ._results import fit_record as fit_record
 from ._results import input_label as input_label  # a paired result's two agents
 from ._results import json_ready as json_ready  # a result's and a bank's attrs
 from ._results import settle_trend
+from ._results import stale_counts as stale_counts  # the console and the report
 from ._results import wrap_repr as wrap_repr
 from ._warnings import OUTSIDE_PACKAGE as OUTSIDE_PACKAGE
 from ._warnings import BoundaryWarning as BoundaryWarning

@@ -197,6 +197,15 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def missing_labels(values: Any) -> np.ndarray:
+    """Which of a coord's labels are missing: None, NaN or ``""`` (the one rule for cluster and tag labels)."""
+    return np.array(
+        [v is None or (isinstance(v, float) and np.isnan(v)) or (isinstance(v, str) and v == "")
+         for v in np.asarray(values, dtype=object).ravel()],
+        dtype=bool,
+    )  # fmt: skip
+
+
 def cluster_label(data: xr.Dataset | xr.DataArray, cluster: str | None = "auto") -> str:
     """The name the clusters of ``data`` are called by: the column the user named (the one owner).
 
@@ -268,13 +277,7 @@ def cluster_codes(
             f"`{name}`: coord {key!r} must lie along {dim!r}; it has dims {coord.dims}"
         )
     raw = np.asarray(coord.values, dtype=object)
-    is_missing = np.array(
-        [
-            v is None or (isinstance(v, float) and np.isnan(v)) or (isinstance(v, str) and v == "")
-            for v in raw
-        ],
-        dtype=bool,
-    )
+    is_missing = missing_labels(raw)
     labels = np.array([str(v) for v in raw], dtype=object)
     if is_missing.any():
         label = cluster_label(data, key)

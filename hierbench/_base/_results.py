@@ -597,3 +597,18 @@ def field_alias(field: str, doc: str) -> property:
     (1, 3)
     """
     return property(operator.attrgetter(field), doc=doc)
+
+
+def stale_counts(dt) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """The chains and draws the recorded checks were computed on, and those the posterior holds, where they differ.
+
+    ``((chains, draws) recorded, (chains, draws) held)`` when draws were cut after fitting;
+    None where they agree or nothing is recorded. The one test of stale checks: the console says so (``stale_diagnostics``), the report recomputes them.
+    """
+    a = getattr(dt, "attrs", {})
+    if a.get("diag_n_chains") is None or a.get("diag_n_draws") is None or "posterior" not in getattr(dt, "children", {}):
+        return None
+    sizes = dt["posterior"].sizes
+    was = (int(a["diag_n_chains"]), int(a["diag_n_draws"]))
+    now = (int(sizes.get("chain", 0)), int(sizes.get("draw", 0)))
+    return None if was == now else (was, now)

@@ -133,7 +133,9 @@ def _saved_groups(path: Path) -> list[str]:
     """The groups a saved fit holds (read from the file, without loading the values)."""
     import xarray as xr
 
-    kw = {"engine": "zarr", "consolidated": False} if path.is_dir() else {}  # as load_fit: a folder is zarr
+    from ..io import _format_of  # load_fit's rule: the content decides (a folder is zarr)
+
+    kw = {"engine": "zarr", "consolidated": False} if _format_of(path, None) == "zarr" else {}
     tree = xr.open_datatree(path, **kw)
     try:
         return sorted(tree.children)

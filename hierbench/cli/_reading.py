@@ -320,8 +320,9 @@ def check_saved_log(ds, path) -> None:
     raise CliError(
         f"LOG {str(path)!r} is a netCDF file but not a saved log: it holds {held}. A saved log "
         "(hierbench.io.save_dataset of a dataset read by hierbench.data) has a `score` variable over "
-        "(agent, task, run), or the counts `n_runs` and `n_success`; give such a file, or the log itself "
-        "(CSV, TSV, JSONL, Parquet or Inspect logs) with its column flags"
+        "(agent, task, run), the counts `n_runs` and `n_success`, or battles (dim `comparison`, or `pair` "
+        "for pair counts); give such a file, or the log itself (CSV, TSV, JSONL, Parquet or Inspect "
+        "logs) with its column flags"
     )
 
 

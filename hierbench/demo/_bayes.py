@@ -39,6 +39,7 @@ def _fit_crossed(ctx: DemoContext) -> tuple[xr.DataTree, list[str], float]:
     from ..bayes import DEMO_FAST
     from ..bayes import MADE_BY
     from ..bayes import build_crossed
+    from ..bayes import convergence_remedy
     from ..bayes import fit
 
     # the package's default run (tuning from the mode, draws to the ESS target); --fast: a smoke run
@@ -59,17 +60,10 @@ def _fit_crossed(ctx: DemoContext) -> tuple[xr.DataTree, list[str], float]:
     ctx.extra["fit"] = dt
     # w is a warnings.WarningMessage: its class is w.category
     conv = [str(w.message) for w in caught if w.category.__name__ == "ConvergenceWarning"]
-    line = convergence_line(dt, remedy=_demo_remedy(ctx, dt))
+    line = convergence_line(dt, remedy=convergence_remedy(dt, cli=False))  # a --fast run: drop --fast
     if line:
         ctx.extra.setdefault("warnings", []).append(line)
     return dt, conv, time.perf_counter() - t0
-
-
-def _demo_remedy(ctx: DemoContext, dt: xr.DataTree) -> str:
-    """What to do about the demo's fit when it failed its checks (drop --fast, else what the fit records)."""
-    from ..bayes import convergence_remedy
-
-    return convergence_remedy(dt, cli=False)
 
 
 def _interval_result(draws: xr.DataArray) -> xr.Dataset:
@@ -283,8 +277,9 @@ def _bayes_section(ctx: DemoContext) -> str:
         *_sd_notes(ctx).values(),
     ]
     from .._console import convergence_line
+    from ..bayes import convergence_remedy
 
-    line = convergence_line(dt, remedy=_demo_remedy(ctx, dt))
+    line = convergence_line(dt, remedy=convergence_remedy(dt, cli=False))  # a --fast run: drop --fast
     if line:
         lines = [f"WARNING: {line}. Do not trust the summaries below.", "", *lines]
     if conv:

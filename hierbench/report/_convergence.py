@@ -10,6 +10,7 @@ import xarray as xr
 
 from .._base import fit_checks
 from .._base import fit_record
+from .._base import stale_counts
 from ..bayes import convergence_remedy
 from ._context import _TITLES
 from ._context import _Context
@@ -110,13 +111,10 @@ def _diagnosed(fit: xr.DataTree) -> tuple[xr.DataTree, str]:
 
     if "diag_checks" not in fit.attrs:
         return bayes.compute_diagnostics(fit, warn=False), ""
-    a, sizes = fit.attrs, fit["posterior"].sizes
-    if a.get("diag_n_chains") is None or a.get("diag_n_draws") is None:
+    counts = stale_counts(fit)
+    if counts is None:
         return fit, ""
-    was = (int(a["diag_n_chains"]), int(a["diag_n_draws"]))
-    now = (int(sizes["chain"]), int(sizes["draw"]))
-    if was == now:
-        return fit, ""
+    was, now = counts
     th = {k: v for k, v in fit_record(fit, "diag_thresholds").items() if k in bayes.DEFAULT_THRESHOLDS}
     redone = bayes.compute_diagnostics(fit, thresholds=th or None, warn=False)
     note = (

@@ -418,7 +418,7 @@ def _ci(lo: xr.DataArray, hi: xr.DataArray, flag: xr.DataArray, prob: float, nam
         "t": f"Student t on the logit scale (delta method) over the per-task estimates, the {unit} as the "
         "unit: CR2 cluster-robust standard error of the tasks' mean, Bell-McCaffrey df (its target: a new "
         "draw of clusters of tasks from the same population); kept, with a `ci_flag`, where the clusters "
-        "carry the mean evenly",
+        "carry the mean more evenly than independent tasks would",
         "bounded-mean": "distribution-free bound for the mean of the per-task estimates taken over the "
         f"{unit} (clusters independent, any law within them): where few tasks carry the mean or every "
         "cluster has the same mean (no spread: the t interval would have zero width), bounded_mean_bounds "

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..._base import missing_labels
 from ..._base import partial_credit
 from ..._base import partial_credit_error
 from ..._base import warn_user
@@ -37,7 +38,9 @@ def _records(runs: Any) -> tuple[list[Mapping], dict | None]:
         task_ids = [str(t) for t in runs["task"].values.astype(str)]
         tags = None
         if "tag" in runs.coords:
-            tags = dict(zip(task_ids, (str(g) for g in runs.coords["tag"].values.astype(str)), strict=True))
+            raw = runs.coords["tag"].values
+            # a missing label (None, NaN, "") is no tag, as in success_rate (not a tag named 'nan')
+            tags = {t: None if miss else str(g) for t, g, miss in zip(task_ids, raw, missing_labels(raw), strict=True)}
             out["tag"] = out["task_id"].map(tags)
         if "agent" in df:
             out["agent"] = df["agent"].astype(str)
@@ -78,7 +81,7 @@ def _card(rows: list[Mapping], k: int, design: dict | None = None) -> dict:
         return round(float(np.mean(x)), 4) if len(x) else float("nan")
 
     if design is not None and design["tags"] is not None:
-        tags = sorted(set(design["tags"].values()), key=str)
+        tags = sorted({g for g in design["tags"].values() if g is not None}, key=str)
     else:
         tags = sorted({tag[t] for t in tasks if tag[t] is not None}, key=str)
     tag_arr = np.array([tag[t] for t in tasks], dtype=object)
