@@ -69,6 +69,11 @@ def test_describe_r_hat_reads_well_formed_records_as_before():
     assert text.startswith("R-hat 1.033 (at ability[x]) <= 1.046, the limit at 200 draws per chain and 121 elements")
     assert describe_r_hat(_attrs(diag_checks=[R_HAT])) == text  # a list held in memory
     assert describe_r_hat(_attrs(diag_checks="[]")) == "R-hat not computed (no element varies over draws)"
+    # no R-hat for want of draws or chains is said as such (a 3-draw fit read "no element varies")
+    nan = json.dumps([{**R_HAT, "value": float("nan"), "passed": False}])
+    assert describe_r_hat(_attrs(diag_checks=nan, draws=3)) == (
+        "R-hat not computed (3 draws per chain: ArviZ computes R-hat from at least 4)")
+    assert describe_r_hat(_attrs(diag_checks=nan, chains=1)) == "R-hat not computed (1 chain: R-hat compares chains)"
     # a floor of 1.05 read from the thresholds: the limit 1.046 is then the conventional one
     assert describe_r_hat(_attrs(diag_thresholds=json.dumps({"r_hat": 1.05}))).endswith("<= 1.046, the conventional limit")
 

@@ -640,7 +640,7 @@ def describe_r_hat(attrs: dict[str, Any]) -> str:
     held = SimpleNamespace(attrs=attrs)
     c = next((c for c in fit_checks(held) if c.get("check") == "r_hat"), None)
     if c is None or not np.isfinite(c.get("value", np.nan)):
-        return "R-hat not computed (no element varies over draws)"
+        return f"R-hat not computed ({_no_r_hat_why(attrs, c)})"
     floor = float(fit_record(held, "diag_thresholds").get("r_hat", 1.01))
     value, lim, where = c.get("over_limit_value", c["value"]), c.get("over_limit_limit", c["limit"]), c.get(
         "over_limit_at", c["at"])  # fmt: skip
@@ -652,6 +652,18 @@ def describe_r_hat(attrs: dict[str, Any]) -> str:
         f"checked (the conventional {floor:g}, raised for the number of elements and that element's "
         "ESS within chains: at most 1.05, the rule in diag_checks)"
     )
+
+
+def _no_r_hat_why(attrs: dict[str, Any], check: dict | None) -> str:
+    """Why a fit has no R-hat, as the check that failed says it (``diagnose``): the draws, the chains, or no spread."""
+    if check is not None and check.get("not_checked"):
+        return "an approximate fit: one chain of independent draws, which R-hat does not apply to"
+    draws, chains = attrs.get("draws"), attrs.get("chains")
+    if draws is not None and int(draws) < 4:
+        return f"{int(draws)} draws per chain: ArviZ computes R-hat from at least 4"
+    if chains is not None and int(chains) < 2:
+        return "1 chain: R-hat compares chains"
+    return "no element varies over draws"
 
 
 def run_record(record: dict[str, Any]) -> str:
