@@ -63,29 +63,13 @@ import warnings
 import numpy as np
 import pandas as pd
 import xarray as xr
-from bench_passk_coverage import (
-    no_cluster_bound,  # the t rows only: the bound over clusters left NaN
-)
+from bench_passk_coverage import _cl_mu as _mu  # the logit centre of a pass rate
+from bench_passk_coverage import _cl_truth as _truth  # a new task's pass^k, by quadrature
+from bench_passk_coverage import no_cluster_bound  # the t rows only
 
 SIZES = ("equal 3", "equal 10", "random 1-5", "random 2-18")
 GS, SD_CLUSTER, SD_TASK, MEANS, KS = (4, 6, 8, 12, 16, 24, 32), (0.0, 0.5, 1.0), (0.5, 1.0), (0.1, 0.3, 0.5, 0.8), (1, 2)
 DEFF_BINS = (0, 0.25, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.5, np.inf)
-
-
-def _truth(mu: float, s: float, k: int) -> float:
-    """pass^k of a task drawn afresh: ``E[expit(mu + s Z)^k]``, Z standard normal (adaptive quadrature)."""
-    from scipy.integrate import quad
-    from scipy.special import expit
-
-    return quad(lambda z: expit(mu + s * z) ** k * np.exp(-z * z / 2) / np.sqrt(2 * np.pi), -np.inf, np.inf,
-                epsabs=1e-13)[0]  # fmt: skip
-
-
-def _mu(mean: float, s: float) -> float:
-    """The logit-scale centre whose tasks (logit ``mu + s Z``) pass at rate ``mean``."""
-    from scipy.optimize import brentq
-
-    return brentq(lambda mu: _truth(mu, s, 1) - mean, -20, 20, xtol=1e-13)
 
 
 def _sizes(rng: np.random.Generator, design: str, G: int) -> np.ndarray:
