@@ -68,6 +68,11 @@ _KIND_WHY = "a {} interval is one of a proportion"
 FINGERPRINTS = (COUNTS_HASH, DATA_HASH)
 
 
+def _tasks_suffix(tasks: object) -> str:
+    """The words a stated quantity gets for the tasks its interval is for (``_target`` adds them, ``_bare`` drops them)."""
+    return f" ({TASKS_WORDS.get(str(tasks), f'{tasks} tasks')})"
+
+
 def _target(
     obj: object, estimate: xr.DataArray, attrs: dict
 ) -> tuple[str | None, str | None, xr.DataArray | None]:
@@ -79,7 +84,7 @@ def _target(
     """
     quantity, tasks = attrs.get("quantity"), attrs.get("tasks")
     if quantity is not None and tasks:
-        quantity = f"{quantity} ({TASKS_WORDS.get(str(tasks), f'{tasks} tasks')})"
+        quantity = f"{quantity}{_tasks_suffix(tasks)}"
     n = obj.get("n_tasks") if isinstance(obj, xr.Dataset) else getattr(obj, "n_tasks", None)
     if not isinstance(n, xr.DataArray) or not set(n.dims) <= set(estimate.dims):
         n = None
@@ -208,7 +213,7 @@ def _pass_k_counts(out: xr.Dataset, obj: object, estimate: xr.DataArray) -> None
 def _bare(v: xr.Dataset) -> str:
     """The quantity a normalised result states, without the words of the tasks its interval is for."""
     q, tasks = str(v.attrs.get("quantity", "")), v.attrs.get("tasks")
-    return q.removesuffix(f" ({TASKS_WORDS.get(str(tasks), f'{tasks} tasks')})") if tasks else q
+    return q.removesuffix(_tasks_suffix(tasks)) if tasks else q
 
 
 def _ks(v: xr.Dataset) -> np.ndarray | None:
