@@ -739,12 +739,7 @@ def load_fit(
         raise FileNotFoundError(f"no such file or folder: {str(path)!r}")
     kind = _format_of(path, engine)
     try:
-        if kind == "zarr":
-            tree = _read_zarr(path)
-        else:
-            tree = xr.open_datatree(path, engine="netcdf4")
-            tree = tree.load()
-            tree.close()
+        tree = _read_zarr(path) if kind == "zarr" else _loaded(path, engine="netcdf4")
     except UnreadableFileError:
         raise
     except _READ_ERRORS as exc:
@@ -785,11 +780,7 @@ def _read_zarr(path: Path) -> xr.DataTree:
 
     try:
         with zarr.config.set({"array.read_missing_chunks": False}):
-            tree = xr.open_datatree(path, engine="zarr", consolidated=False)
-            try:
-                return tree.load()
-            finally:
-                tree.close()
+            return _loaded(path, engine="zarr", consolidated=False)
     except ChunkNotFoundError:
         pass
     missing = _missing_chunks(path)
@@ -810,7 +801,12 @@ def _read_zarr(path: Path) -> xr.DataTree:
         "every chunk, and a later load then refuses a store that lacks one",
         HierbenchWarning,
     )
-    tree = xr.open_datatree(path, engine="zarr", consolidated=False)
+    return _loaded(path, engine="zarr", consolidated=False)
+
+
+def _loaded(path: Path, **kw) -> xr.DataTree:
+    """The tree at ``path`` read into memory, the file closed (``kw``: ``xarray.open_datatree``'s)."""
+    tree = xr.open_datatree(path, **kw)
     try:
         return tree.load()
     finally:
