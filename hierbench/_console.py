@@ -186,9 +186,18 @@ def stale_diagnostics(dt) -> str:
 
 def _verdict_word(a) -> str:
     """``converged``, ``NOT converged`` or ``NOT fully checked`` (a check that could not be made)."""
-    if a.get("diag_verdict") == "not fully checked":
-        return "NOT fully checked"
-    return "converged" if int(a["diag_converged"]) else "NOT converged"
+    from ._base import fit_verdict
+
+    verdict = fit_verdict(a)
+    return verdict if verdict == "converged" else verdict.replace("not", "NOT", 1)
+
+
+def _unchecked(a) -> bool:
+    """Whether the fit's verdict is that some checks could not be made (and every one made passed)."""
+    from ._base import NOT_FULLY_CHECKED
+    from ._base import fit_verdict
+
+    return fit_verdict(a) == NOT_FULLY_CHECKED
 
 
 def diagnostics_line(dt) -> str:
@@ -209,7 +218,7 @@ def diagnostics_line(dt) -> str:
     def ess(key: str) -> str:
         return "not computed" if math.isnan(num(key)) else f"{num(key):.0f}"
 
-    none = "not checked" if a.get("diag_verdict") == "not fully checked" else "not computed (no element has a finite R-hat)"
+    none = "not checked" if _unchecked(a) else "not computed (no element has a finite R-hat)"
     rhat = (f"R-hat {none}" if math.isnan(num("diag_max_r_hat")) else
             f"max R-hat {num('diag_max_r_hat'):.3f} (limit {num('diag_r_hat_limit'):.3f} "
             f"for {int(a.get('diag_n_checked', 0))} elements checked)")  # fmt: skip
@@ -242,6 +251,6 @@ def convergence_line(dt, remedy: str = "") -> str | None:
         fails = "; ".join(json.loads(fails)) if isinstance(fails, str) else "; ".join(fails)
     except ValueError:
         pass
-    if dt.attrs.get("diag_verdict") == "not fully checked":
+    if _unchecked(dt.attrs):
         return f"the fit was not fully checked: {fails}" + (f". What to do: {remedy}" if remedy else "")
     return f"the fit did not converge: {fails}" + (f". What to do: {remedy}" if remedy else "")

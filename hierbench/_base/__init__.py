@@ -76,6 +76,7 @@ from ._intervals import make_interval
 from ._progress import Progress
 from ._progress import watched
 from ._results import FRACTIONAL_LINEAR as FRACTIONAL_LINEAR  # for metrics and compare
+from ._results import NOT_FULLY_CHECKED as NOT_FULLY_CHECKED  # a fit's verdict
 from ._results import DrawsResult
 from ._results import ResampledResult
 from ._results import Result
@@ -83,6 +84,7 @@ from ._results import _shown_cells as _shown_cells
 from ._results import field_alias
 from ._results import fit_checks as fit_checks
 from ._results import fit_record as fit_record
+from ._results import fit_verdict as fit_verdict  # the console, describe() and the report
 from ._results import input_label as input_label  # a paired result's two agents
 from ._results import json_ready as json_ready  # a result's and a bank's attrs
 from ._results import settle_trend

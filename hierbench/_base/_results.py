@@ -612,3 +612,20 @@ def stale_counts(dt) -> tuple[tuple[int, int], tuple[int, int]] | None:
     was = (int(a["diag_n_chains"]), int(a["diag_n_draws"]))
     now = (int(sizes.get("chain", 0)), int(sizes.get("draw", 0)))
     return None if was == now else (was, now)
+
+
+#: ``diag_verdict`` of a fit whose only failed checks are checks that could not be made
+NOT_FULLY_CHECKED = "not fully checked"
+
+
+def fit_verdict(attrs) -> str | None:
+    """A fit's convergence verdict: ``"converged"``, ``"not converged"`` or :data:`NOT_FULLY_CHECKED`.
+
+    Read from ``diag_verdict``; a fit saved before it was recorded has only ``diag_converged``
+    (1 or 0), read as the first two. None where the fit was not checked.
+    """
+    if attrs.get("diag_verdict"):
+        return str(attrs["diag_verdict"])
+    if attrs.get("diag_converged") is None:
+        return None
+    return "converged" if int(attrs["diag_converged"]) else "not converged"

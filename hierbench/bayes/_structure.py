@@ -42,6 +42,7 @@ from .._base import UnidentifiedTermWarning as UnidentifiedTermWarning
 from .._base import UnidentifiedWarning
 from .._base import cluster_codes
 from .._base import fit_record
+from .._base import fit_verdict
 from .._base import most_agents_per_task
 from .._base import task_groups
 from .._base import warn_user
@@ -823,7 +824,7 @@ def _convergence_words(attrs: Mapping) -> str:
         v = float(attrs.get(key, float("nan")))
         return missing if not np.isfinite(v) else format(v, fmt)
 
-    verdict = attrs.get("diag_verdict") or ("converged" if attrs.get("diag_converged") else "not converged")
+    verdict = fit_verdict(attrs) or "not converged"  # checked (diag_max_r_hat) but no verdict recorded
     word = {"converged": "passed", "not converged": "FAILED"}.get(str(verdict), str(verdict).upper())
     div = shown("diag_n_divergent", ".0f", "")
     div = f"{div} divergences" if div else "divergences not recorded"

@@ -8,8 +8,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._base import NOT_FULLY_CHECKED
 from .._base import fit_checks
 from .._base import fit_record
+from .._base import fit_verdict
 from .._base import stale_counts
 from ..bayes import convergence_remedy
 from ._context import _TITLES
@@ -239,7 +241,7 @@ def _sec_convergence(ctx: _Context, rep: Report, sid: str) -> None:
     thin = F.rank_thinning(ctx.post, sel) if sel else 1  # once: the test and the plot read the same draws
     ranks = F.rank_tests(ctx.post, sel, step=thin) if sel else {}
     table = _check_rows(checks, ranks, alpha, thin)
-    unchecked = a.get("diag_verdict") == "not fully checked"
+    unchecked = fit_verdict(a) == NOT_FULLY_CHECKED
     remedy = convergence_remedy(fit, cli=False) if failures and not unchecked else ""
     verdict, note = _verdict(failures, table, ranks, alpha, remedy, unchecked)
     if failures:  # said under the title too: the verdict binds every posterior number before this section

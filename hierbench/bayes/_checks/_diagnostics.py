@@ -36,6 +36,7 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
+from ..._base import NOT_FULLY_CHECKED
 from ..._base import NotConvergedWarning
 from ..._base import check_choice
 from ..._base import fit_record
@@ -198,7 +199,7 @@ def diagnose(
     failures = ([bad] if bad else []) + [c["failure"] for c in checks if c["failure"]]
     unchecked = [c["failure"] for c in checks if c["failure"] and c.get("not_checked")]
     verdict = ("converged" if not failures else
-               "not fully checked" if len(unchecked) == len(failures) else "not converged")  # fmt: skip
+               NOT_FULLY_CHECKED if len(unchecked) == len(failures) else "not converged")  # fmt: skip
     failed_at = [c["at"] for c in checks if c["failure"] and c["at"]]
     out = fit.copy()
     out["diagnostics"] = xr.DataTree.from_dict(
